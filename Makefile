@@ -1,0 +1,33 @@
+# The two commands of the README: `make book` and `make test`. Both set up .venv first.
+PYTHON ?= python3
+VENV   := .venv
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.installed
+
+.PHONY: book test bench lock clean
+
+$(STAMP): requirements.txt pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -r requirements.txt
+	$(PY) -m pip install -q --no-deps -e .
+	touch $@
+
+book: $(STAMP)  ## build the HTML book, every chapter executed (simulator without a GPU)
+	$(VENV)/bin/jupyter-book build . --warningiserror --keep-going
+	@echo "The book is at file://$(CURDIR)/_build/html/index.html"
+
+test: $(STAMP)  ## the test suite (what .ci/run runs)
+	$(PY) -m pytest
+
+bench: $(STAMP)  ## run every benchmark on a GPU and record it under book/_data/bench/
+	$(PY) -m kernels bench
+
+lock:  ## re-resolve requirements.in into the pinned requirements.txt
+	rm -rf /tmp/lock-venv && $(PYTHON) -m venv /tmp/lock-venv
+	/tmp/lock-venv/bin/pip install -q -r requirements.in
+	(echo "# Pinned toolchain, resolved from requirements.in on Python 3.11 (make lock)."; \
+	 /tmp/lock-venv/bin/pip freeze) > requirements.txt
+
+clean:
+	rm -rf _build

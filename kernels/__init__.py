@@ -1,0 +1,95 @@
+"""CUDA kernels in Python with Numba, one module per topic of the course.
+
+Importing this package decides, once, whether the kernels run on a real GPU or on
+the Numba CUDA simulator. The decision is made before ``numba.cuda`` is imported,
+because Numba reads ``NUMBA_ENABLE_CUDASIM`` only at import time:
+
+* ``NUMBA_ENABLE_CUDASIM`` set by the user (``1`` or ``0``) always wins;
+* otherwise a CUDA driver that initialises and reports at least one device means
+  the GPU;
+* otherwise the simulator, and this is said once, plainly.
+
+``SIMULATOR`` holds the decision, ``device()`` describes what the kernels run on,
+and ``size(name)`` gives every problem size in the course: the full size on a GPU,
+a small one on the simulator (which runs each CUDA thread as an OS thread).
+"""
+
+import ctypes
+import os
+import sys
+
+__all__ = ["SIMULATOR", "REASON", "device", "size", "SIZES"]
+
+
+def _probe_driver():
+    """Return None if a CUDA driver with a device works, else why not (a short phrase)."""
+    try:
+        libcuda = ctypes.CDLL("libcuda.so.1")
+    except OSError:
+        return "no CUDA driver (libcuda.so.1) found"
+    if libcuda.cuInit(0) != 0:
+        return "the CUDA driver failed to initialise"
+    count = ctypes.c_int(0)
+    if libcuda.cuDeviceGetCount(ctypes.byref(count)) != 0 or count.value == 0:
+        return "the CUDA driver reports no device"
+    return None
+
+
+def _decide():
+    setting = os.environ.get("NUMBA_ENABLE_CUDASIM")
+    if setting is not None and setting.strip() != "":
+        simulate = setting.strip() not in ("0", "")
+        return simulate, f"NUMBA_ENABLE_CUDASIM={setting} was set by the user"
+    if "numba.cuda" in sys.modules:
+        # Too late to choose: follow whatever Numba already decided.
+        from numba.core import config
+
+        return bool(config.ENABLE_CUDASIM), "numba.cuda was imported before kernels"
+    why_not = _probe_driver()
+    if why_not is None:
+        os.environ["NUMBA_ENABLE_CUDASIM"] = "0"
+        return False, "a CUDA driver and device were found"
+    os.environ["NUMBA_ENABLE_CUDASIM"] = "1"
+    return True, why_not
+
+
+SIMULATOR, REASON = _decide()
+
+if SIMULATOR:
+    print(
+        f"kernels: running on the Numba CUDA simulator ({REASON}). Results are "
+        "checked at small sizes; timings shown are recorded GPU results.",
+        flush=True,
+    )
+
+# Every problem size in the course, as (on a GPU, on the simulator). The simulator
+# sizes do not divide typical block sizes, so uneven tails are always exercised.
+SIZES = {
+    "vector_add": (20_000_000, 1_001),
+    "gridstride_2d": ((4_096, 4_096), (37, 45)),
+}
+
+
+def size(name):
+    """Problem size called `name`: full on a GPU, small on the simulator."""
+    try:
+        full, small = SIZES[name]
+    except KeyError:
+        raise KeyError(f"no problem size named {name!r}; known: {sorted(SIZES)}") from None
+    return small if SIMULATOR else full
+
+
+def device():
+    """Describe what kernels run on: a dict with name, compute capability, SMs."""
+    from numba import cuda
+
+    if SIMULATOR:
+        return {"name": "simulator", "compute_capability": None, "sm_count": None,
+                "simulator": True}
+    dev = cuda.get_current_device()
+    return {
+        "name": dev.name.decode() if isinstance(dev.name, bytes) else str(dev.name),
+        "compute_capability": list(dev.compute_capability),
+        "sm_count": dev.MULTIPROCESSOR_COUNT,
+        "simulator": False,
+    }

@@ -1,0 +1,92 @@
+"""Benchmarks of the grid-stride chapter: vector add, the blocks sweep, 2D add."""
+
+import numpy as np
+from numba import cuda
+
+from kernels import gridstride as g
+from kernels import harness, size
+from kernels.harness import benchmark, row
+
+SWEEP_BLOCKS_PER_SM = (1, 2, 4, 8, 16, 32, 64, 128)
+THREADS = 256
+
+
+def _vectors(n):
+    rng = np.random.default_rng(0)
+    a = rng.random(n, dtype=np.float32)
+    b = rng.random(n, dtype=np.float32)
+    return a, b, cuda.to_device(a), cuda.to_device(b), cuda.device_array(n, np.float32)
+
+
+def _cupy_add(a, b):
+    try:
+        import cupy
+    except ImportError:
+        return None
+    ca, cb = cupy.asarray(a), cupy.asarray(b)
+    out = cupy.empty_like(ca)
+    return harness.time_gpu(lambda: cupy.add(ca, cb, out=out))
+
+
+@benchmark(g.vector_add_one_per_element, g.vector_add_one_per_element_kernel,
+           g.vector_add_gridstride, g.vector_add_gridstride_kernel)
+def vector_add():
+    n = size("vector_add")
+    a, b, da, db, dout = _vectors(n)
+    moved = 3 * 4 * n  # two reads and one write of float32
+    rows = []
+    for name, fn in g.VERSIONS.items():
+        harness.check(fn(da, db, dout), a + b, name=name)
+        t = harness.time_gpu(lambda: fn(da, db, dout))
+        rows.append(row(name, "kernel", t, gbps=moved / t.ms / 1e6))
+    out = np.empty_like(a)
+    t = harness.time_cpu(lambda: np.add(a, b, out=out))
+    rows.append(row("numpy.add (CPU)", "peer", t, gbps=moved / t.ms / 1e6))
+    t = _cupy_add(a, b)
+    if t is not None:
+        rows.append(row("cupy.add", "peer", t, gbps=moved / t.ms / 1e6))
+    return {"description": f"out = a + b, {n:,} float32 (240 MB moved: larger than L2, "
+                           "so every repeat reads from HBM)",
+            "params": {"n": n, "dtype": "float32", "threads": THREADS,
+                       "blocks_gridstride": g.default_blocks()},
+            "rows": rows}
+
+
+@benchmark(g.vector_add_gridstride, g.vector_add_gridstride_kernel)
+def blocks_sweep():
+    n = size("vector_add")
+    a, b, da, db, dout = _vectors(n)
+    sms = g.sm_count()
+    rows = []
+    for per_sm in SWEEP_BLOCKS_PER_SM:
+        blocks = per_sm * sms
+        harness.check(g.vector_add_gridstride(da, db, dout, blocks=blocks), a + b)
+        t = harness.time_gpu(lambda: g.vector_add_gridstride(da, db, dout, blocks=blocks))
+        rows.append(row("vector_add_gridstride", "kernel", t, blocks=blocks,
+                        blocks_per_sm=per_sm, gbps=3 * 4 * n / t.ms / 1e6))
+    return {"description": f"vector add of {n:,} float32, {THREADS} threads per block, "
+                           f"blocks = k x {sms} SMs",
+            "params": {"n": n, "threads": THREADS, "sm_count": sms},
+            "rows": rows}
+
+
+@benchmark(g.matrix_add_gridstride_2d, g.matrix_add_gridstride_2d_kernel,
+           g.vector_add_gridstride, g.vector_add_gridstride_kernel)
+def matrix_add_2d():
+    shape = size("gridstride_2d")
+    rng = np.random.default_rng(1)
+    a = rng.random(shape, dtype=np.float32)
+    b = rng.random(shape, dtype=np.float32)
+    da, db = cuda.to_device(a), cuda.to_device(b)
+    dout = cuda.device_array(shape, np.float32)
+    moved = 3 * a.nbytes
+    harness.check(g.matrix_add_gridstride_2d(da, db, dout), a + b)
+    t2 = harness.time_gpu(lambda: g.matrix_add_gridstride_2d(da, db, dout))
+    flat = (da.reshape(a.size), db.reshape(a.size), dout.reshape(a.size))
+    t1 = harness.time_gpu(lambda: g.vector_add_gridstride(*flat))
+    return {"description": f"{shape[0]} x {shape[1]} float32 matrix add "
+                           f"({moved / 1e6:.0f} MB moved)",
+            "params": {"shape": list(shape), "threads_2d": [32, 8]},
+            "rows": [row("matrix_add_gridstride_2d", "kernel", t2, gbps=moved / t2.ms / 1e6),
+                     row("vector_add_gridstride (flattened)", "kernel", t1,
+                         gbps=moved / t1.ms / 1e6)]}

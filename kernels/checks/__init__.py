@@ -1,0 +1,21 @@
+"""Exercise checkers: ``from kernels import checks; checks.<exercise>(your_function)``.
+
+Each topic's checkers live in ``kernels/checks/<topic>.py`` and list themselves in
+that module's ``__all__``; they are gathered here so readers need one import.
+A checker runs the reader's code on random inputs, on sizes that do not divide the
+block size, several times on a GPU (to expose races), each call under a time limit,
+and returns a Report that says in plain words what passed and what failed.
+"""
+
+import importlib
+import pkgutil
+
+from kernels.checks.core import Report  # noqa: F401
+
+__all__ = ["Report"]
+for _info in pkgutil.iter_modules(__path__):
+    if _info.name != "core":
+        _module = importlib.import_module(f"{__name__}.{_info.name}")
+        for _name in _module.__all__:
+            globals()[_name] = getattr(_module, _name)
+            __all__.append(_name)

@@ -1,0 +1,16 @@
+"""The PTX test each topic's test module calls: compile in a process without the simulator."""
+
+import os
+import pathlib
+import subprocess
+import sys
+
+HERE = pathlib.Path(__file__).resolve().parent
+
+
+def assert_compiles(topic):
+    env = dict(os.environ, NUMBA_ENABLE_CUDASIM="0")
+    proc = subprocess.run([sys.executable, str(HERE / "compile_ptx.py"), topic],
+                          capture_output=True, text=True, env=env, timeout=600)
+    assert proc.returncode == 0, f"PTX compile of kernels.{topic} failed:\n{proc.stdout}\n{proc.stderr}"
+    assert "sm_75" in proc.stdout and "sm_90" in proc.stdout

@@ -1,0 +1,90 @@
+import numpy as np
+import pytest
+
+import kernels
+from kernels import harness
+from ptx import assert_compiles
+
+PTX_SIGNATURES = {"_spin_kernel": ["void(int64)"], "_flush_kernel": ["void(int32[::1])"]}
+
+
+def test_check_exact_for_integers_names_first_mismatches():
+    expected = np.arange(10, dtype=np.int32)
+    got = expected.copy()
+    got[[3, 7]] += 1
+    with pytest.raises(harness.MismatchError) as err:
+        harness.check(got, expected, name="counts")
+    message = str(err.value)
+    assert "counts: 2 of 10 values differ" in message
+    assert "at 3: got 4, expected 3" in message and "at 7: got 8, expected 7" in message
+
+
+def test_check_float_tolerance_by_dtype():
+    x = np.linspace(1, 2, 100, dtype=np.float32)
+    assert "match" in harness.check(x * (1 + 1e-7), x)  # float32 rounding passes
+    with pytest.raises(harness.MismatchError):
+        harness.check(x * (1 + 1e-3), x)
+    y = x.astype(np.float64)
+    with pytest.raises(harness.MismatchError):
+        harness.check(y * (1 + 1e-9), y)  # float64 is held to far tighter limits
+
+
+def test_check_shape_mismatch():
+    with pytest.raises(harness.MismatchError, match="shape"):
+        harness.check(np.zeros(3), np.zeros(4))
+
+
+def test_sizes_come_from_one_place():
+    for name, (full, small) in kernels.SIZES.items():
+        assert kernels.size(name) == (small if kernels.SIMULATOR else full)
+    with pytest.raises(KeyError, match="known"):
+        kernels.size("no such problem")
+
+
+def test_explicit_environment_setting_wins(tmp_path):
+    import subprocess
+    import sys
+    code = "import kernels; print(kernels.SIMULATOR, kernels.REASON)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         env={"NUMBA_ENABLE_CUDASIM": "1", "PATH": "/usr/bin"}).stdout
+    assert "True NUMBA_ENABLE_CUDASIM=1 was set by the user" in out
+
+
+@pytest.mark.skipif(not kernels.SIMULATOR, reason="the simulator refusal")
+def test_timing_refuses_on_simulator():
+    with pytest.raises(RuntimeError, match="needs a CUDA GPU"):
+        harness.time_gpu(lambda: None)
+
+
+def test_cudatimer_gives_no_gpu_time_on_simulator():
+    with harness.CUDATimer() as t:
+        pass
+    assert t.e2e_ms >= 0
+    assert (t.ms is None) == kernels.SIMULATOR
+
+
+def test_bench_command_refuses_on_simulator():
+    import subprocess
+    import sys
+    proc = subprocess.run([sys.executable, "-m", "kernels", "bench"], capture_output=True,
+                          text=True)
+    if kernels.SIMULATOR:
+        assert proc.returncode == 2 and "needs a CUDA GPU" in proc.stderr
+
+
+@pytest.mark.gpu
+def test_timing_hides_launch_overhead():
+    from numba import cuda
+    d = cuda.device_array(1, np.float32)
+
+    @cuda.jit
+    def tiny(x):
+        x[0] = 1.0
+
+    t = harness.time_gpu(lambda: tiny[1, 1](d))
+    # an empty kernel runs in a few us on the GPU; a launch costs 10+ us of host time
+    assert t.ms < np.median(t.e2e_ms)
+
+
+def test_compiles_to_ptx():
+    assert_compiles("harness")
