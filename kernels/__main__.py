@@ -12,6 +12,8 @@ def main(argv=None):
     bench = sub.add_parser("bench", help="run benchmarks on a GPU and record them")
     bench.add_argument("topic", nargs="?", help="one topic (default: all)")
     bench.add_argument("--out", help="recording file (default: book/_data/bench/<device>.json)")
+    merge = sub.add_parser("merge", help="merge a recording made on another machine")
+    merge.add_argument("file")
     args = parser.parse_args(argv)
 
     import kernels
@@ -19,6 +21,9 @@ def main(argv=None):
 
     if args.command == "info":
         print(json.dumps(harness.environment(), indent=1))
+        return 0
+    if args.command == "merge":
+        print(f"merged into {harness.merge_recording(args.file)}")
         return 0
     if args.topic is not None and args.topic not in harness.TOPICS:
         parser.error(f"unknown topic {args.topic!r}; topics: {', '.join(harness.TOPICS)}")

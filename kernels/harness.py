@@ -346,9 +346,9 @@ def slug(name):
     return re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-")
 
 
-def write_recording(entries, limits, path=None):
-    """Merge `entries` ({key: entry}) into this device's recording file."""
-    env = environment()
+def write_recording(entries, limits, path=None, env=None):
+    """Merge `entries` ({key: entry}) into a device's recording file."""
+    env = env or environment()
     path = pathlib.Path(path or BENCH_DIR / f"{slug(env['device']['name'])}.json")
     data = json.loads(path.read_text()) if path.exists() else {"benchmarks": {}}
     data.update(env, schema=SCHEMA, limits=limits)
@@ -357,6 +357,13 @@ def write_recording(entries, limits, path=None):
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(data, indent=1) + "\n")
     return path
+
+
+def merge_recording(src):
+    """Merge a recording file made elsewhere (e.g. on a lent GPU) into BENCH_DIR."""
+    data = json.loads(pathlib.Path(src).read_text())
+    env = {k: v for k, v in data.items() if k not in ("benchmarks", "limits", "schema")}
+    return write_recording(data["benchmarks"], data["limits"], env=env)
 
 
 def recordings():
