@@ -120,3 +120,54 @@ def test_full_size_on_gpu():
     a, b = rng.random(n, dtype=np.float32), rng.random(n, dtype=np.float32)
     for fn in g.VERSIONS.values():
         check(fn(cuda.to_device(a), cuda.to_device(b)), a + b)
+
+
+# ---------------------------------------------------------------- exercises
+
+from kernels import checks  # noqa: E402
+from kernels.solutions import gridstride as solutions  # noqa: E402
+
+
+@cuda.jit
+def saxpy_one_per_element(a, x, y, out):
+    # planted bug: no loop, so a grid smaller than the array leaves a tail
+    i = cuda.grid(1)
+    if i < out.size:
+        out[i] = a * x[i] + y[i]
+
+
+@cuda.jit
+def clip_2d_first_row_only(x, lo, hi, out):
+    col0, _ = cuda.grid(2)
+    for col in range(col0, x.shape[1], cuda.gridsize(2)[0]):
+        out[0, col] = min(max(x[0, col], lo), hi)
+
+
+@cuda.jit
+def reverse_twice(x):
+    n = x.size
+    for i in range(cuda.grid(1), n, cuda.gridsize(1)):
+        j = n - 1 - i
+        x[i], x[j] = x[j], x[i]
+
+
+@pytest.mark.parametrize("checker,solution,planted", [
+    (checks.saxpy, solutions.saxpy_kernel, saxpy_one_per_element),
+    (checks.clip_2d, solutions.clip_2d_kernel, clip_2d_first_row_only),
+    (checks.reverse_inplace, solutions.reverse_inplace_kernel, reverse_twice),
+])
+def test_checker_passes_solution_and_fails_planted_bug(checker, solution, planted):
+    good = checker(solution)
+    assert good.passed, str(good)
+    bad = checker(planted)
+    assert not bad.passed
+    assert "FAIL" in str(bad) and "expected" in str(bad)
+
+
+def test_checker_reports_exceptions_in_plain_words():
+    @cuda.jit
+    def wrong_signature(x):
+        pass
+
+    report = checks.saxpy(wrong_signature)
+    assert not report.passed and "your code raised" in str(report)

@@ -1,0 +1,76 @@
+"""Checkers for the grid-stride chapter's exercises.
+
+Each takes the reader's kernel and launches it with several grids, including a
+single thread ([1, 1]) and grids smaller and larger than the data, on sizes that do
+not divide the block size: a grid-stride kernel must be right for all of them.
+"""
+
+import numpy as np
+
+from kernels import SIMULATOR
+from kernels.checks.core import run_cases
+
+__all__ = ["saxpy", "clip_2d", "reverse_inplace"]
+
+SIZES = (1, 17, 1001) if SIMULATOR else (1, 17, 1001, 1_000_003)
+LAUNCHES = ((1, 1), (3, 7), (4, 64))
+LAUNCHES_2D = (((1, 1), (1, 1)), ((2, 3), (8, 4)))
+
+
+def saxpy(kernel):
+    """Check kernel[blocks, threads](a, x, y, out) computes out = a*x + y (float32)."""
+    rng = np.random.default_rng(2024)
+    cases = []
+    for n in SIZES:
+        x = rng.standard_normal(n).astype(np.float32)
+        y = rng.standard_normal(n).astype(np.float32)
+        a = np.float32(rng.standard_normal())
+        for blocks, threads in LAUNCHES:
+            cases.append((f"n={n}, launched [{blocks}, {threads}]",
+                          (blocks, threads, a, x, y), a * x + y))
+
+    def run(inputs):
+        blocks, threads, a, x, y = inputs
+        out = np.full_like(x, np.nan)
+        kernel[blocks, threads](a, x, y, out)
+        return out
+
+    return run_cases("saxpy", cases, run)
+
+
+def clip_2d(kernel):
+    """Check kernel[blocks, threads](x, lo, hi, out) clips a 2D float64 array."""
+    rng = np.random.default_rng(7)
+    cases = []
+    for shape in ((1, 1), (17, 33), (40, 9)):
+        x = rng.standard_normal(shape) * 3
+        for blocks, threads in LAUNCHES_2D:
+            cases.append((f"shape {shape}, blocks {blocks}, threads {threads}",
+                          (blocks, threads, x), np.clip(x, -1.0, 1.0)))
+
+    def run(inputs):
+        blocks, threads, x = inputs
+        out = np.full_like(x, np.nan)
+        kernel[blocks, threads](x, -1.0, 1.0, out)
+        return out
+
+    return run_cases("clip_2d", cases, run)
+
+
+def reverse_inplace(kernel):
+    """Check kernel[blocks, threads](x) reverses an int32 array in place."""
+    rng = np.random.default_rng(11)
+    cases = []
+    for n in SIZES + (2, 1000):
+        x = rng.integers(-10**6, 10**6, n, dtype=np.int32)
+        for blocks, threads in LAUNCHES:
+            cases.append((f"n={n}, launched [{blocks}, {threads}]", (blocks, threads, x),
+                          x[::-1].copy()))
+
+    def run(inputs):
+        blocks, threads, x = inputs
+        work = x.copy()
+        kernel[blocks, threads](work)
+        return work
+
+    return run_cases("reverse_inplace", cases, run)
