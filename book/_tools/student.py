@@ -1,0 +1,116 @@
+"""Build the student edition: the book and its Colab notebooks without the solutions.
+
+    python book/_tools/student.py [--out _build/student] [--repository URL] [--branch B]
+                                  [--no-html]
+
+writes a complete source tree to OUT/src (the book's sources with every {solution}
+block and every code cell that uses ``kernels.solutions`` removed, the `kernels`
+package without its solution modules, and the notebooks generated from those
+sources), then builds its HTML into OUT/_build/html, every chapter executed.
+Exercises, checker cells and everything else stay. Push OUT/src to a repository (or
+branch) of its own and pass its URL and branch: the notebooks' first cell and the
+book's Colab buttons then point there, not at the instructors' repository.
+"""
+
+import argparse
+import os
+import pathlib
+import re
+import shutil
+import subprocess
+import sys
+
+import yaml
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+import myst  # noqa: E402
+import notebooks  # noqa: E402
+
+ROOT = notebooks.ROOT
+USES_SOLUTIONS = re.compile(r"\bkernels\.solutions\b|\bfrom kernels import[^\n]*\bsolutions\b")
+
+
+def strip(text):
+    """MyST text without {solution} blocks and code cells that use kernels.solutions."""
+    kept = []
+    for block in myst.split(text):
+        if isinstance(block, str) or block.name is None:
+            kept.append(block if isinstance(block, str) else block.raw)
+        elif block.name == "solution":
+            continue
+        elif block.name == "code-cell":
+            if not USES_SOLUTIONS.search("\n".join(block.body)):
+                kept.append(block.raw)
+        else:
+            _, content = block.options_and_content()
+            inner = strip(content)
+            if inner == content:
+                kept.append(block.raw)
+            else:  # the same block, options as they were, with the stripped content
+                body = "\n".join(block.body).replace(content, inner, 1)
+                indented = "\n".join(block.indent + ln if ln else ln for ln in body.split("\n"))
+                kept.append(f"{block.indent}{block.fence}{block.info}\n{indented}\n"
+                            f"{block.indent}{block.fence}")
+    return re.sub(r"\n{3,}", "\n\n", "\n".join(kept))
+
+
+def copy_sources(root, src, repository=None, branch=None):
+    """The student source tree at `src`: stripped chapters, package without solutions."""
+    if src.exists():
+        shutil.rmtree(src)
+    src.mkdir(parents=True)
+    config = yaml.safe_load((root / "_config.yml").read_text())
+    config["title"] = f"{config['title']} (student edition)"
+    if repository:
+        config["repository"]["url"] = repository
+    if branch:
+        config["repository"]["branch"] = branch
+    (src / "_config.yml").write_text(yaml.safe_dump(config, sort_keys=False))
+    for name in ("_toc.yml", "requirements.txt", "pyproject.toml"):
+        shutil.copy2(root / name, src / name)
+    junk = shutil.ignore_patterns("__pycache__", "*.pyc", ".ipynb_checkpoints")
+    shutil.copytree(root / "book", src / "book",
+                    ignore=lambda d, names: set(junk(d, names)) | {
+                        n for n in names if n.endswith(".ipynb") or n == "_tools"})
+    shutil.copytree(root / "kernels", src / "kernels",
+                    ignore=lambda d, names: set(junk(d, names)) | (
+                        {n for n in names if n != "__init__.py"}
+                        if pathlib.Path(d).name == "solutions" else set()))
+    for md in (src / "book").rglob("*.md"):
+        md.write_text(strip(md.read_text()))
+
+
+def build(out, repository=None, branch=None, html=True):
+    """Write the student edition to out/src (and its HTML to out/_build/html)."""
+    out = pathlib.Path(out).resolve()
+    src = out / "src"
+    copy_sources(ROOT, src, repository, branch)
+    for path, text in notebooks.generated(src).items():
+        path.write_text(text)
+    if html:
+        # chapters import the student copy of `kernels`, which has no solutions
+        env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+            [str(src)] + [p for p in [os.environ.get("PYTHONPATH")] if p]))
+        jb = pathlib.Path(sys.executable).parent / "jupyter-book"
+        subprocess.run([str(jb), "build", str(src), "--path-output", str(out),
+                        "--warningiserror", "--keep-going"], check=True, env=env)
+    return src
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--out", type=pathlib.Path, default=ROOT / "_build" / "student")
+    parser.add_argument("--repository", help="GitHub URL the student edition is pushed to")
+    parser.add_argument("--branch", help="its branch")
+    parser.add_argument("--no-html", dest="html", action="store_false",
+                        help="only the sources and notebooks, no book build")
+    args = parser.parse_args(argv)
+    src = build(args.out, args.repository, args.branch, args.html)
+    print(f"Student sources and notebooks: {src}")
+    if args.html:
+        print(f"Student book: file://{args.out.resolve() / '_build' / 'html' / 'index.html'}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,296 @@
+"""The Colab notebooks: generated from the chapters, up to date, plain Jupyter, runnable.
+
+On a GPU machine the execution tests run the notebooks on the GPU:
+    python -m pytest -q tests/test_notebooks.py
+"""
+
+import json
+import os
+import pathlib
+import re
+import sys
+
+import pytest
+
+import kernels
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "book" / "_tools"))
+import notebooks  # noqa: E402
+
+CHAPTERS = notebooks.chapters(ROOT)
+OWNER, REPO, BRANCH = notebooks.book_settings(ROOT)
+MYST_LEFT = [re.compile(p) for p in (r"^\s*(`{3,}|~{3,}|:{3,})\s*\{", r"\{[a-z][\w:-]*\}`",
+                                     r"^\(\S+\)=\s*$", r"^%", "literalinclude")]
+
+
+def load(name):
+    return json.loads((ROOT / f"{name}.ipynb").read_text())
+
+
+def source(cell):
+    return "".join(cell["source"])
+
+
+def test_every_notebook_chapter_is_found():
+    assert {"book/setup", "book/gridstride"} <= set(CHAPTERS)
+    assert "book/intro" not in CHAPTERS  # plain Markdown page, not a notebook
+
+
+def test_committed_notebooks_are_up_to_date():
+    stale = notebooks.out_of_date(ROOT)
+    assert not stale, f"out of date: {stale}; regenerate them with `make notebooks`"
+
+
+@pytest.mark.parametrize("name", CHAPTERS)
+def test_notebook_is_plain_jupyter_for_colab(name):
+    import nbformat
+
+    nb = nbformat.read(ROOT / f"{name}.ipynb", as_version=4)
+    nbformat.validate(nb)
+    assert nb.metadata["accelerator"] == "GPU"
+    assert nb.metadata["colab"]["gpuType"] == "T4"
+    for cell in nb.cells:
+        if cell.cell_type == "markdown":
+            lines = cell.source.split("\n")
+            fences = [ln for ln in lines if re.match(r"^\s*(`{3,}|~{3,})", ln)]
+            for pattern in MYST_LEFT:
+                left = [ln for ln in lines if pattern.search(ln)]
+                assert not left, f"{name}: MyST syntax left for Colab: {left}"
+            assert len(fences) % 2 == 0, f"{name}: unbalanced code fence"
+        assert not cell.get("outputs"), f"{name}: a committed notebook carries outputs"
+
+
+@pytest.mark.parametrize("name", CHAPTERS)
+def test_first_cell_sets_up_colab_and_nothing_else_downloads(name):
+    cells = load(name)["cells"]
+    first = source(cells[0])
+    assert cells[0]["cell_type"] == "code"
+    assert f'REPOSITORY = "https://github.com/{OWNER}/{REPO}"' in first
+    assert f'BRANCH = "{BRANCH}"' in first
+    assert 'f"git+{REPOSITORY}@{BRANCH}"' in first
+    assert re.search(r'"numba-cuda\[cu12\]==[\d.]+"', first)
+    assert "importlib.util.find_spec" in first and "nvidia-smi" in first
+    assert "Runtime > Change runtime type > T4 GPU" in first
+    for cell in cells[1:]:
+        if cell["cell_type"] == "code":
+            code = source(cell)
+            assert not re.search(r"^\s*[!%]", code, re.M), f"{name}: a shell escape or magic"
+            for download in ("pip install", "urllib", "requests.", "wget", "curl", "git clone"):
+                assert download not in code, f"{name}: a later cell downloads ({download!r})"
+
+
+def test_notebooks_show_the_kernel_source_the_book_shows():
+    for name in CHAPTERS:
+        md = (ROOT / f"{name}.md").read_text()
+        text = "\n".join(source(c) for c in load(name)["cells"] if c["cell_type"] == "markdown")
+        for obj in re.findall(r":pyobject:\s*(\S+)", md):
+            function = obj.rsplit(".", 1)[-1]
+            assert re.search(rf"^\s*(def|class) {function}\b", text, re.M), (name, obj)
+
+
+def test_exercises_become_quotes_and_solutions_collapsed_details():
+    nb = load("book/gridstride")
+    text = "\n".join(source(c) for c in nb["cells"] if c["cell_type"] == "markdown")
+    md = (ROOT / "book" / "gridstride.md").read_text()
+    n_exercises = len(re.findall(r"^`{3,}\{exercise\}", md, re.M))
+    n_solutions = len(re.findall(r"^`{3,}\{solution\}", md, re.M))
+    assert n_exercises >= 3
+    assert len(re.findall(r"^> \*\*Exercise \d+", text, re.M)) == n_exercises
+    assert text.count("<details>\n<summary><b>Solution to Exercise") == n_solutions
+    assert text.count("<details>") == text.count("</details>")
+
+
+# ------------------------------------------------------------------ the converter
+
+
+def make_book(tmp_path, chapters):
+    """A tiny book at tmp_path with the given {name: MyST text} chapters."""
+    (tmp_path / "book").mkdir()
+    (tmp_path / "kernels").mkdir()
+    (tmp_path / "kernels" / "demo.py").write_text(
+        "import math\n\n\ndef helper(x):\n    return x\n\n\n@decorator\n"
+        "def shown_kernel(a):\n    a[0] = 1  # the line readers see\n")
+    (tmp_path / "_config.yml").write_text(
+        "title: t\nrepository:\n  url: https://github.com/someone/course\n  branch: v2\n")
+    (tmp_path / "requirements.txt").write_text("numba-cuda[cu13]==9.9.1\n")
+    front = "---\nkernelspec:\n  name: python3\n  display_name: Python 3\n---\n\n"
+    toc = "format: jb-book\nroot: book/intro\nchapters:\n"
+    (tmp_path / "book" / "intro.md").write_text("# Intro\n")
+    for name, text in chapters.items():
+        (tmp_path / "book" / f"{name}.md").write_text(front + text)
+        toc += f"- file: book/{name}\n"
+    (tmp_path / "_toc.yml").write_text(toc)
+    return tmp_path
+
+
+CHAPTER_A = """\
+# Chapter A
+
+(a-idea)=
+## The idea
+
+![a figure](figures/a.png) and {math}`x^2`, see {doc}`b`, {ref}`b-section`,
+{ref}`a-ex-first` and {glue:text}`speed:.1f` GB/s.
+
+```{code-cell} ipython3
+from myst_nb import glue
+glue("speed", 12.25, display=False)
+```
+
+```{literalinclude} ../kernels/demo.py
+:pyobject: shown_kernel
+```
+
+:::{warning} Mind the tail
+Text with `code`.
+:::
+
+````{exercise} Do it (easy)
+:label: a-ex-first
+
+Write it.
+````
+
+````{solution} a-ex-first
+:class: dropdown
+
+Explained.
+
+```{literalinclude} ../kernels/demo.py
+:pyobject: helper
+```
+````
+
+```{figure} figures/b.png
+:name: a-fig
+
+The caption.
+```
+"""
+
+CHAPTER_B = """\
+# Chapter B
+
+(b-section)=
+## Section of B
+
+Back to {ref}`the idea <a-idea>` and {ref}`a-ex-first`.
+"""
+
+
+def test_converter_turns_myst_into_markdown_colab_renders(tmp_path):
+    root = make_book(tmp_path, {"a": CHAPTER_A, "b": CHAPTER_B})
+    nbs = notebooks.Converter(root).convert()
+    assert list(nbs) == ["book/a", "book/b"]
+    a = nbs["book/a"]
+    md = "\n".join(c.source for c in a.cells if c.cell_type == "markdown")
+    colab_b = "https://colab.research.google.com/github/someone/course/blob/v2/book/b.ipynb"
+    assert "![a figure](https://raw.githubusercontent.com/someone/course/v2/book/figures/a.png)" in md
+    assert "$x^2$" in md and f"[Chapter B]({colab_b})" in md
+    assert f"[Section of B]({colab_b})" in md and "Exercise 1 and `speed` GB/s" in md
+    assert "@decorator\ndef shown_kernel(a):\n    a[0] = 1  # the line readers see\n```" in md
+    assert "> **Mind the tail**\n>\n> Text with `code`." in md
+    assert "> **Exercise 1: Do it (easy)**\n>\n> Write it." in md
+    assert ("<details>\n<summary><b>Solution to Exercise 1</b> (Do it (easy))</summary>\n\n"
+            "Explained.\n\n```python\ndef helper(x):\n    return x\n```\n\n</details>") in md
+    assert "![](https://raw.githubusercontent.com/someone/course/v2/book/figures/b.png)" in md
+    assert "*The caption.*" in md and "(a-idea)=" not in md
+    code = [c.source for c in a.cells if c.cell_type == "code"]
+    assert 'git+{REPOSITORY}@{BRANCH}' in code[0] and '"numba-cuda[cu12]==9.9.1"' in code[0]
+    assert "myst_nb" not in code[1].split('"""')[0] and "def glue(" in code[1]
+    b = "\n".join(c.source for c in nbs["book/b"].cells if c.cell_type == "markdown")
+    colab_a = colab_b.replace("b.ipynb", "a.ipynb")
+    assert f"[the idea]({colab_a})" in b and f"[Exercise 1]({colab_a})" in b
+
+
+def test_glue_stand_in_prints_numbers_and_shows_objects(tmp_path, capsys):
+    namespace = {}
+    exec(notebooks.GLUE_SHIM, namespace)
+    namespace["glue"]("speed", 12.5, display=False)
+    assert capsys.readouterr().out == "speed = 12.5\n"
+
+
+@pytest.mark.parametrize("text, complaint", [
+    ("```{bibliography}\n```\n", "{bibliography} has no notebook form"),
+    ("See {cite}`knuth`.\n", "role {cite} has no notebook form"),
+    ("```{solution-start} x\n```\n", "gated exercises/solutions are not supported"),
+    ("```{solution} nowhere\nx\n```\n", "no exercise with that label"),
+    ("See {ref}`missing-label`.\n", "no such label"),
+    ("```{literalinclude} ../kernels/demo.py\n:pyobject: absent\n```\n", "absent"),
+])
+def test_unknown_myst_is_an_error_that_says_what_to_do(tmp_path, text, complaint):
+    root = make_book(tmp_path, {"a": "# A\n\n" + text})
+    with pytest.raises(notebooks.ConversionError, match=re.escape(complaint)):
+        notebooks.Converter(root).convert()
+
+
+def test_repository_must_be_on_github(tmp_path):
+    root = make_book(tmp_path, {"a": "# A\n"})
+    (root / "_config.yml").write_text("repository:\n  url: https://gitlab.com/x/y\n")
+    with pytest.raises(notebooks.ConversionError, match="GitHub"):
+        notebooks.Converter(root).convert()
+
+
+def test_write_then_check_and_stray_notebooks_removed(tmp_path, capsys):
+    root = make_book(tmp_path, {"a": "# A\n"})
+    assert notebooks.out_of_date(root) == ["book/a.ipynb"]
+    notebooks.write(root)
+    assert notebooks.out_of_date(root) == []
+    (root / "book" / "a.md").write_text((root / "book" / "a.md").read_text() + "\nMore.\n")
+    assert notebooks.out_of_date(root) == ["book/a.ipynb"]
+    notebooks.write(root)
+    (root / "_toc.yml").write_text("format: jb-book\nroot: book/intro\n")
+    assert notebooks.out_of_date(root) == ["book/a.ipynb"]  # stray: chapter left the toc
+    notebooks.write(root)
+    assert not (root / "book" / "a.ipynb").exists()
+
+
+# ------------------------------------------------------------------ the book's buttons
+
+
+@pytest.mark.book
+def test_colab_button_of_every_chapter_opens_its_notebook(built_book):
+    for name in CHAPTERS:
+        html = (built_book / f"{name}.html").read_text()
+        links = re.findall(r'href="(https://colab\.research\.google\.com/[^"]+)"', html)
+        assert links == [f"{notebooks.COLAB}/{OWNER}/{REPO}/blob/{BRANCH}/{name}.ipynb"], name
+        path = links[0].split(f"/blob/{BRANCH}/", 1)[1]
+        assert (ROOT / path).is_file(), f"{name}: the Colab button opens {path}, which is missing"
+
+
+# ------------------------------------------------------------------ running them
+
+
+@pytest.fixture(scope="session")
+def executed(tmp_path_factory):
+    """Every notebook run top to bottom, in parallel, each in a fresh kernel."""
+    pytest.importorskip("nbclient", reason="running notebooks needs nbclient and ipykernel")
+    out = tmp_path_factory.mktemp("notebooks")
+    env = {"NUMBA_ENABLE_CUDASIM": "1" if kernels.SIMULATOR else "0", "MPLBACKEND": "Agg",
+           # the kernel finds this checkout's `kernels`, as Colab finds the installed one
+           "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
+    saved = {k: os.environ.get(k) for k in env}
+    os.environ.update(env)
+    try:
+        results = notebooks.execute_all([ROOT / f"{n}.ipynb" for n in CHAPTERS], out)
+    finally:
+        for k, v in saved.items():
+            os.environ.pop(k) if v is None else os.environ.__setitem__(k, v)
+    return out, results
+
+
+@pytest.mark.book
+@pytest.mark.parametrize("name", CHAPTERS)
+def test_notebook_runs_top_to_bottom(executed, name):
+    out, results = executed
+    ok, log = results[ROOT / f"{name}.ipynb"]
+    assert ok, f"{name}.ipynb failed:\n{log[-4000:]}"
+    nb = json.loads((out / f"{pathlib.Path(name).name}.ipynb").read_text())
+    setup = "".join(o.get("text", "") for o in nb["cells"][0]["outputs"])
+    assert "already installed" in setup and "Installing" not in setup, setup
+    if kernels.SIMULATOR:
+        assert "No GPU here (NUMBA_ENABLE_CUDASIM is set)" in setup
+        assert "Runtime > Change runtime type > T4 GPU" in setup
+    else:
+        assert "No GPU here" not in setup and "GPU" in setup
