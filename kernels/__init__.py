@@ -44,6 +44,11 @@ def _decide():
         # Too late to choose: follow whatever Numba already decided.
         from numba.core import config
 
+        why_not = _probe_driver()
+        if not config.ENABLE_CUDASIM and why_not is not None:
+            raise ImportError(
+                f"numba.cuda was imported before kernels, without the simulator, and "
+                f"{why_not}. Import kernels before numba, or set NUMBA_ENABLE_CUDASIM=1.")
         return bool(config.ENABLE_CUDASIM), "numba.cuda was imported before kernels"
     why_not = _probe_driver()
     if why_not is None:
@@ -54,6 +59,8 @@ def _decide():
 
 
 SIMULATOR, REASON = _decide()
+# The course launches tiny grids on purpose (a [1, 1] launch is a debugging tool).
+os.environ.setdefault("NUMBA_CUDA_LOW_OCCUPANCY_WARNINGS", "0")
 
 if SIMULATOR:
     print(
@@ -67,6 +74,13 @@ if SIMULATOR:
 SIZES = {
     "vector_add": (20_000_000, 1_001),
     "gridstride_2d": ((4_096, 4_096), (37, 45)),
+    "dot": (10_000_000, 1_001),  # float32 elements of each vector in a dot product
+    "streams_pipeline": (20_000_000, 1_001),  # int32 elements added in chunks
+    "atomic_increments": (1 << 24, 2_001),
+    "histogram_text": (8_000_000, 5_003),  # bytes of the text counted, at most
+    "reduction": (10_000_000, 10_001),  # int32 elements reduced to one value
+    "cooperative_rows": ((1_024, 65_536), (9, 45)),  # int32 matrix built row by row
+    "jacobi": (1 << 22, 1_001),  # float32 points of the largest Jacobi problem
 }
 
 

@@ -188,7 +188,10 @@ def time_gpu(fn, *, repeats=20, warmup=3, cold=False):
             break
         spin_us = int(spin_us * 2 * host_ms / max(spun_ms, 1e-3))
     else:
-        raise RuntimeError("could not queue the timed launches behind the spin kernel")
+        raise RuntimeError(
+            "could not queue the timed calls behind the spin kernel: the callable blocks "
+            "the host (a synchronous copy or a synchronize?). Time stream-ordered, "
+            "asynchronous work, e.g. copies with stream=cuda.legacy_default_stream().")
     gpu = [cuda.event_elapsed_time(s, e) for s, e in zip(starts, ends)]
     e2e = []
     for _ in range(repeats):
@@ -243,11 +246,14 @@ def measure_limits():
     d_a = cuda.device_array(n, dtype=np.uint8)
     d_b = cuda.device_array(n, dtype=np.uint8)
     d_a[:] = 1
-    d2d = time_gpu(lambda: d_b.copy_to_device(d_a), repeats=10, cold=True)
     host = cuda.pinned_array(n, dtype=np.uint8)
     host[:] = 2
-    h2d = time_gpu(lambda: d_a.copy_to_device(host), repeats=10)
-    d2h = time_gpu(lambda: d_a.copy_to_host(host), repeats=10)
+    # Asynchronous copies on the legacy default stream: a synchronous copy would
+    # block the host and could not be queued behind the spin kernel.
+    stream = cuda.legacy_default_stream()
+    d2d = time_gpu(lambda: d_b.copy_to_device(d_a, stream=stream), repeats=10, cold=True)
+    h2d = time_gpu(lambda: d_a.copy_to_device(host, stream=stream), repeats=10)
+    d2h = time_gpu(lambda: d_a.copy_to_host(host, stream=stream), repeats=10)
     return {
         "copy_gbps": 2 * n / d2d.ms / 1e6,  # read + write
         "h2d_gbps": n / h2d.ms / 1e6,

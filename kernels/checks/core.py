@@ -8,6 +8,7 @@ from kernels.harness import MismatchError, check
 
 TIME_LIMIT_S = 60.0 if SIMULATOR else 20.0
 REPEATS = 1 if SIMULATOR else 5  # blocks run one at a time on the simulator: no races
+SHOW_FAILURES = 3  # details of the first few failures; the rest are listed by input
 
 
 class TimeLimitExceeded(RuntimeError):
@@ -62,9 +63,12 @@ class Report:
         head = (f"{self.exercise}: all {n_ok} checks passed." if self.passed else
                 f"{self.exercise}: {len(self.cases) - n_ok} of {len(self.cases)} checks failed.")
         lines = [head]
+        shown = 0
         for c in self.cases:
-            lines.append(f"  {'PASS' if c.passed else 'FAIL'}  {c.description}"
-                         + ("" if c.passed else f"\n        {c.detail}"))
+            detail = ""
+            if not c.passed and shown < SHOW_FAILURES:
+                detail, shown = f"\n        {c.detail}", shown + 1
+            lines.append(f"  {'PASS' if c.passed else 'FAIL'}  {c.description}{detail}")
         return "\n".join(lines)
 
     def _repr_pretty_(self, printer, cycle):
