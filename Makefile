@@ -31,3 +31,13 @@ lock:  ## re-resolve requirements.in into the pinned requirements.txt
 
 clean:
 	rm -rf _build
+.PHONY: notebooks student
+notebooks: $(STAMP)  ## regenerate the Colab notebooks book/*.ipynb from the chapters
+	$(PY) book/_tools/notebooks.py
+
+# STUDENT_REPO / STUDENT_BRANCH: where the student edition's sources will be pushed
+# (its notebooks install the package from there); default: this repository.
+student: $(STAMP)  ## the student edition without solutions: _build/student/{src,_build/html}
+	$(PY) book/_tools/student.py $(if $(STUDENT_REPO),--repository $(STUDENT_REPO)) \
+	  $(if $(STUDENT_BRANCH),--branch $(STUDENT_BRANCH))
+
