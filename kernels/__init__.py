@@ -81,6 +81,8 @@ SIZES = {
     "reduction": (10_000_000, 10_001),  # int32 elements reduced to one value
     "cooperative_rows": ((1_024, 65_536), (9, 45)),  # int32 matrix built row by row
     "jacobi": (1 << 22, 1_001),  # float32 points of the largest Jacobi problem
+    "matmul": (1_000, 37),  # n of the n x n float32 matrices the matmul chapter checks
+    "matmul_ladder": ((1_000, 2_048, 4_096), (33, 64)),  # n of the matmul benchmark
 }
 
 

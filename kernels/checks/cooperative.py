@@ -1,0 +1,107 @@
+"""Checkers for the cooperative-groups chapter's exercises.
+
+The kernel checkers launch the reader's kernel with grids that fit a cooperative
+launch: on a GPU the largest grid allowed and a small one of 3 blocks, on the
+simulator one block (all it can run with grid.sync()). Sizes do not divide the
+block size, so a grid-stride loop and its guards are always exercised.
+"""
+
+import numpy as np
+
+from kernels import SIMULATOR, cooperative
+from kernels.checks.core import run_cases
+
+__all__ = ["rotate_rows", "normalize_by_max", "jacobi_until_converged"]
+
+THREADS = 32 if SIMULATOR else 256
+
+
+def _grids(kernel, args):
+    """(blocks, threads) launches for `kernel`: the largest cooperative grid, and 3."""
+    limit = cooperative.max_cooperative_blocks(kernel, args, THREADS)
+    return sorted({(limit, THREADS), (min(3, limit), THREADS)})
+
+
+def rotate_rows(kernel):
+    """Check kernel[blocks, threads](m) fills rows 1.. of an int32 matrix in place,
+    each row the row above rotated left by one: m[r, c] = m[r - 1, (c + 1) % cols]."""
+    rng = np.random.default_rng(31)
+    shapes = ((6, 45), (4, 1), (3, 70)) if SIMULATOR else ((64, 100_003), (200, 4_097),
+                                                          (5, 1))
+    cases = []
+    for shape in shapes:
+        m = np.full(shape, -1, np.int32)
+        m[0] = rng.integers(0, 10**6, shape[1])
+        expected = m.copy()
+        for row in range(1, shape[0]):
+            expected[row] = np.roll(expected[row - 1], -1)
+        for blocks, threads in _grids(kernel, (m,)):
+            cases.append((f"shape {shape}, launched [{blocks}, {threads}]",
+                          (blocks, threads, m), expected))
+
+    def run(inputs):
+        blocks, threads, m = inputs
+        work = m.copy()
+        kernel[blocks, threads](work)
+        return work
+
+    return run_cases("rotate_rows", cases, run)
+
+
+def normalize_by_max(kernel):
+    """Check kernel[blocks, threads](x, out, peak) writes out = x / max(x) for
+    float32 x, with peak a one-element float32 array that holds -inf on entry."""
+    rng = np.random.default_rng(32)
+    sizes = (1, 17, 1_001) if SIMULATOR else (1, 17, 1_001, 5_000_003)
+    cases = []
+    for n in sizes:
+        x = rng.uniform(-50, 100, n).astype(np.float32)
+        x[rng.integers(n)] = 100.5  # the maximum, somewhere in the array
+        args = (x, np.empty_like(x), np.full(1, -np.inf, np.float32))
+        for blocks, threads in _grids(kernel, args):
+            cases.append((f"n={n}, launched [{blocks}, {threads}]", (blocks, threads, x),
+                          x / x.max()))
+
+    def run(inputs):
+        blocks, threads, x = inputs
+        out = np.full_like(x, np.nan)
+        kernel[blocks, threads](x, out, np.full(1, -np.inf, np.float32))
+        return out
+
+    return run_cases("normalize_by_max", cases, run)
+
+
+def _jacobi_until_converged_reference(u, tol, max_steps):
+    v = u.copy()
+    for sweep in range(1, max_steps + 1):
+        new = v.copy()
+        new[1:-1] = (v[:-2] + v[2:]) * 0.5
+        change = np.abs(new - v).max()
+        v = new
+        if change < tol:
+            return v, sweep
+    return v, max_steps
+
+
+def jacobi_until_converged(fn):
+    """Check fn(u, tol, max_steps) -> (result, sweeps): Jacobi sweeps of float64 `u`
+    until a sweep changes no point by `tol` or more, or `max_steps` sweeps."""
+    rng = np.random.default_rng(33)
+    sizes = (1, 2, 17, 70) if SIMULATOR else (1, 2, 17, 70, 100_003)
+    cases = []
+    for n in sizes:
+        u = np.sin(np.linspace(0, 3 * np.pi, n)) + rng.uniform(-0.1, 0.1, n)
+        for tol, max_steps in ((3e-2, 400), (1e-12, 40)):
+            v, sweeps = _jacobi_until_converged_reference(u, tol, max_steps)
+            how = "converges" if sweeps < max_steps else "stops at max_steps"
+            label = f"n={n}, tol={tol:g}, max_steps={max_steps} ({how})"
+            cases.append((f"{label}: the number of sweeps", (u, tol, max_steps, 1),
+                          np.array(sweeps)))
+            cases.append((f"{label}: the values", (u, tol, max_steps, 0), v))
+
+    def run(inputs):
+        u, tol, max_steps, part = inputs
+        result, sweeps = fn(u.copy(), tol, max_steps)
+        return np.array(int(sweeps)) if part else result
+
+    return run_cases("jacobi_until_converged", cases, run)

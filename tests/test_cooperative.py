@@ -1,0 +1,253 @@
+import math
+import re
+
+import numpy as np
+import pytest
+from numba import cuda
+
+from kernels import SIMULATOR, checks, size
+from kernels import cooperative as c
+from kernels.harness import MismatchError, check
+from kernels.solutions import cooperative as solutions
+from ptx import assert_compiles
+
+PTX_SIGNATURES = {
+    "rows_syncthreads_kernel": ["void(int32[:, ::1])"],
+    "rows_grid_sync_kernel": ["void(int32[:, ::1])", "void(int64[:, ::1])"],
+    "jacobi_step_kernel": ["void(float32[::1], float32[::1])"],
+    "jacobi_grid_sync_kernel": ["void(float32[::1], float32[::1], float32[::1], int64)",
+                                "void(float64[::1], float64[::1], float64[::1], int64)"],
+}
+
+ROW_SHAPES = ((1, 1), (5, 1), (9, 45), (4, 70))  # 45 and 70 do not divide 32 threads
+JACOBI_SIZES = (1, 2, 3, 17, 1001)
+
+
+def row_input(shape, dtype, rng):
+    m = np.full(shape, -7, dtype=dtype)  # rows 1.. poisoned: each must be written
+    m[0] = rng.integers(0, 1000, shape[1])
+    return m
+
+
+def one_grid(blocks):
+    """The simulator runs a cooperative grid of one block; a GPU any that fits."""
+    return 1 if SIMULATOR else blocks
+
+
+# ------------------------------------------------------------ the row example
+
+
+@pytest.mark.parametrize("shape", ROW_SHAPES)
+@pytest.mark.parametrize("dtype", [np.int32, np.int64])
+def test_rows_grid_sync_matches_reference(shape, dtype, rng):
+    m = row_input(shape, dtype, rng)
+    expected = c.rows_reference(m)
+    check(c.rows_grid_sync(m, blocks=one_grid(3), threads=32), expected)
+
+
+def test_rows_reference_reads_the_opposite_element():
+    m = np.array([[1, 2, 3], [0, 0, 0], [0, 0, 0]], np.int32)
+    assert c.rows_reference(m).tolist() == [[1, 2, 3], [4, 3, 2], [3, 4, 5]]
+
+
+def test_rows_default_grid_fits_the_cooperative_limit(rng):
+    m = row_input((6, 45), np.int32, rng)
+    limit = c.max_cooperative_blocks(c.rows_grid_sync_kernel, (m,), 32)
+    assert limit == 1 if SIMULATOR else limit >= 2
+    check(c.rows_grid_sync(m, threads=32), c.rows_reference(m))
+
+
+def test_rows_syncthreads_is_right_in_one_block(rng):
+    m = row_input((9, 45), np.int32, rng)
+    check(c.rows_syncthreads(m, blocks=1, threads=64), c.rows_reference(m))
+
+
+@pytest.mark.skipif(not SIMULATOR, reason="on a GPU the wrong result varies from run to "
+                                          "run; the benchmark records it")
+def test_rows_syncthreads_is_wrong_across_blocks(rng):
+    """The simulator runs block 0 to the end before block 1 starts, so block 0 reads
+    rows that block 1 has not written: the bug shows every time."""
+    m = row_input((9, 45), np.int32, rng)
+    with pytest.raises(MismatchError, match="values differ"):
+        check(c.rows_syncthreads(m, blocks=2, threads=32), c.rows_reference(m))
+
+
+def test_too_large_cooperative_grid_is_refused_naming_the_limit(rng):
+    m = row_input((3, 45), np.int32, rng)
+    limit = c.max_cooperative_blocks(c.rows_grid_sync_kernel, (m,), 32)
+    with pytest.raises(ValueError) as err:
+        c.rows_grid_sync(m, blocks=limit + 1, threads=32)
+    message = str(err.value)
+    assert f"blocks={limit + 1} is too many" in message
+    assert f"at most {limit} block" in message and f"blocks <= {limit}" in message
+    assert "CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE" in message
+    assert (m[1:] == -7).all()  # refused before launching: nothing written
+
+
+# -------------------------------------------------------------------- Jacobi
+
+
+@pytest.mark.parametrize("version", sorted(c.VERSIONS))
+@pytest.mark.parametrize("n", JACOBI_SIZES)
+@pytest.mark.parametrize("steps", [1, 2, 5])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_jacobi_matches_reference_exactly(version, n, steps, dtype, rng):
+    u = rng.random(n).astype(dtype)
+    out = np.full(n, np.nan, dtype=dtype)
+    got = c.VERSIONS[version](u, steps, out, blocks=one_grid(3), threads=32)
+    # a mean of two neighbours rounds the same way on the GPU and in NumPy
+    check(got, c.jacobi_reference(u, steps), rtol=0, atol=0)
+
+
+def test_jacobi_reference_converges_to_a_straight_line():
+    u = np.zeros(9)
+    u[-1] = 8.0
+    assert np.allclose(c.jacobi_reference(u, 2000), np.arange(9.0))
+
+
+@pytest.mark.parametrize("version", sorted(c.VERSIONS))
+def test_jacobi_device_arrays_stay_on_device(version, rng):
+    u = rng.random(257).astype(np.float32)
+    out = c.VERSIONS[version](cuda.to_device(u), 4, scratch=cuda.device_array(257, np.float32),
+                              blocks=one_grid(2), threads=64)
+    assert hasattr(out, "copy_to_host")
+    check(out, c.jacobi_reference(u, 4), rtol=0, atol=0)
+
+
+def test_jacobi_input_is_left_unchanged(rng):
+    u = rng.random(100)
+    before = u.copy()
+    c.jacobi_grid_sync(u, 3, threads=32)
+    assert (u == before).all()
+
+
+BAD_CALLS = {
+    "int dtype": (lambda u: c.jacobi_grid_sync(u.astype(np.int32), 2), TypeError, "accepted"),
+    "2-D": (lambda u: c.jacobi_launch_per_step(u.reshape(3, 7), 2), ValueError, "1-D"),
+    "empty": (lambda u: c.jacobi_grid_sync(u[:0], 2), ValueError, "empty"),
+    "zero steps": (lambda u: c.jacobi_grid_sync(u, 0), ValueError, "steps must be at least 1"),
+    "float steps": (lambda u: c.jacobi_launch_per_step(u, 2.5), TypeError,
+                    "steps must be an int"),
+    "bool steps": (lambda u: c.jacobi_grid_sync(u, True), TypeError, "steps must be an int"),
+    "bad out": (lambda u: c.jacobi_grid_sync(u, 2, np.empty(5, np.float32)), ValueError,
+                "out has shape"),
+    "bad scratch": (lambda u: c.jacobi_grid_sync(u, 2, scratch=np.empty(21)), TypeError,
+                    "scratch has dtype float64"),
+    "too many threads": (lambda u: c.jacobi_grid_sync(u, 2, threads=2048), ValueError,
+                         "at most 1024"),
+    "zero blocks": (lambda u: c.jacobi_grid_sync(u, 2, blocks=0), ValueError,
+                    "blocks must be at least 1"),
+    "grid too large": (lambda u: c.jacobi_grid_sync(u, 2, blocks=10**6), ValueError,
+                       "too many for a cooperative launch"),
+    "rows float": (lambda u: c.rows_grid_sync(u.reshape(3, 7)), TypeError, "accepted"),
+    "rows 1-D": (lambda u: c.rows_grid_sync(u.astype(np.int32)), ValueError, "2-D"),
+    "rows strided": (lambda u: c.rows_grid_sync(np.zeros((4, 8), np.int32)[:, ::2]),
+                     ValueError, "C-contiguous"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD_CALLS))
+def test_bad_input_is_refused_clearly(case, rng):
+    call, error, words = BAD_CALLS[case]
+    with pytest.raises(error, match=re.escape(words)):
+        call(rng.random(21).astype(np.float32))
+
+
+def test_compiles_to_ptx():
+    assert_compiles("cooperative")
+
+
+# ------------------------------------------------------------------ checkers
+
+
+def test_rotate_rows_solution_passes():
+    report = checks.rotate_rows(solutions.rotate_rows_kernel)
+    assert report.passed, str(report)
+
+
+@cuda.jit
+def _rotate_one_thread_per_column(m):
+    grid = cuda.cg.this_grid()
+    col = cuda.grid(1)
+    rows, cols = m.shape
+    for row in range(1, rows):
+        if col < cols:  # no grid-stride loop: columns past the grid are never written
+            m[row, col] = m[row - 1, (col + 1) % cols]
+        grid.sync()
+
+
+def test_rotate_rows_catches_a_grid_that_misses_columns():
+    report = checks.rotate_rows(_rotate_one_thread_per_column)
+    assert not report.passed and "differ" in str(report)
+
+
+def test_normalize_by_max_solution_passes():
+    report = checks.normalize_by_max(solutions.normalize_by_max_kernel)
+    assert report.passed, str(report)
+
+
+@cuda.jit
+def _normalize_by_own_max(x, out, peak):
+    start, stride = cuda.grid(1), cuda.gridsize(1)
+    largest = peak[0]
+    for i in range(start, x.size, stride):
+        largest = max(largest, x[i])
+    for i in range(start, x.size, stride):
+        out[i] = x[i] / largest  # this thread's maximum, not the array's
+
+
+def test_normalize_by_max_catches_a_local_maximum():
+    report = checks.normalize_by_max(_normalize_by_own_max)
+    assert not report.passed
+
+
+def test_jacobi_until_converged_solution_passes():
+    report = checks.jacobi_until_converged(solutions.jacobi_until_converged)
+    assert report.passed, str(report)
+
+
+def _one_sweep_too_many(u, tol, max_steps):
+    v, sweeps = u.copy(), 0
+    for sweeps in range(1, max_steps + 1):
+        new = v.copy()
+        new[1:-1] = (v[:-2] + v[2:]) * 0.5
+        done = np.abs(new - v).max() < tol
+        v = new
+        if done:
+            break
+    return c.jacobi_reference(v, 1), sweeps + 1  # one more sweep than asked
+
+
+def test_jacobi_until_converged_catches_an_extra_sweep():
+    report = checks.jacobi_until_converged(_one_sweep_too_many)
+    assert not report.passed and "number of sweeps" in str(report)
+
+
+# ---------------------------------------------------------------------- GPU
+
+
+@pytest.mark.gpu
+def test_rows_full_size_on_gpu():
+    rows, cols = size("cooperative_rows")
+    m = row_input((rows, cols), np.int32, np.random.default_rng(8))
+    dm = cuda.to_device(m)
+    check(c.rows_grid_sync(dm), c.rows_reference(m))
+    assert math.ceil(cols / 256) > 1  # a real multi-block grid
+
+
+@pytest.mark.gpu
+def test_raw_launch_above_the_limit_is_refused_by_cuda():
+    dm = cuda.to_device(np.zeros((3, 1024), np.int32))
+    limit = c.max_cooperative_blocks(c.rows_grid_sync_kernel, (dm,), 256)
+    with pytest.raises(Exception) as err:
+        c.rows_grid_sync_kernel[limit + 1, 256](dm)
+    assert re.search(r"COOPERATIVE_LAUNCH_TOO_LARGE|exceeds the limit", str(err.value))
+    cuda.synchronize()
+    c.rows_grid_sync(dm, blocks=limit, threads=256)  # the limit itself is fine
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("version", sorted(c.VERSIONS))
+def test_jacobi_full_size_on_gpu(version):
+    u = np.random.default_rng(9).random(size("jacobi"), dtype=np.float32)
+    check(c.VERSIONS[version](cuda.to_device(u), 16), c.jacobi_reference(u, 16))
