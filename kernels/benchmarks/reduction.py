@@ -1,0 +1,240 @@
+"""Benchmarks of the reduction chapter: sum and min/max of 10M int32 against NumPy and
+CuPy, the blocks sweep, the exhibits run on a GPU, the cost of moving the data, top-k.
+
+Every version is checked against the reference before it is timed. The 40 MB input
+fits in the H100's 50 MB L2, so the kernels are timed cold (L2 flushed each repeat).
+"""
+
+import numpy as np
+from numba import cuda
+
+from kernels import harness, size
+from kernels import reduction as r
+from kernels.harness import benchmark, row
+from kernels.solutions import reduction as solutions
+
+SWEEP_BLOCKS_PER_SM = (1, 2, 4, 8, 16, 32)
+EXHIBIT_RUNS = 20
+
+
+def _cupy():
+    try:
+        import cupy
+    except ImportError:
+        return None
+    return cupy
+
+
+def _data(n, seed=0):
+    """The whole int32 range: an int32 accumulator would wrap around many times."""
+    rng = np.random.default_rng(seed)
+    return rng.integers(-2**31, 2**31, n, dtype=np.int64).astype(np.int32)
+
+
+def _timed(name, kind, fn, nbytes, **fields):
+    t = harness.time_gpu(fn, cold=True)
+    return row(name, kind, t, gbps=nbytes / t.ms / 1e6, **fields)
+
+
+@benchmark(r.zero_kernel, r._args, r._sum, r.default_blocks, *r.SUM_VERSIONS.values(),
+           r.sum_global_atomics_kernel, r.sum_shared_tree_kernel, r.sum_unrolled_kernel,
+           r.sum_warp_shuffle_kernel)
+def sum_int32():
+    n = size("reduction")
+    a = _data(n)
+    da, out = cuda.to_device(a), cuda.device_array(1, np.int64)
+    expected = r.sum_reference(a)
+    rows = []
+    for name, fn in r.SUM_VERSIONS.items():
+        harness.check(fn(da, out), expected, name=name)
+        if name == "sum_global_atomics":  # milliseconds: a few repeats say enough
+            t = harness.time_gpu(lambda: fn(da, out), repeats=5, warmup=1, cold=True)
+            rows.append(row(name, "kernel", t, gbps=a.nbytes / t.ms / 1e6))
+        else:
+            rows.append(_timed(name, "kernel", lambda: fn(da, out), a.nbytes))
+    t = harness.time_cpu(lambda: np.sum(a, dtype=np.int64))
+    rows.append(row("numpy.sum (CPU)", "peer", t, gbps=a.nbytes / t.ms / 1e6))
+    cupy = _cupy()
+    if cupy is not None:
+        ca = cupy.asarray(a)
+        harness.check(np.array([int(cupy.sum(ca, dtype=cupy.int64))]), expected,
+                      name="cupy.sum")
+        rows.append(_timed("cupy.sum", "peer", lambda: cupy.sum(ca, dtype=cupy.int64),
+                           a.nbytes))
+    return {"description": f"sum of {n:,} int32 ({a.nbytes / 1e6:.0f} MB) into int64, data "
+                           "on the device, L2 flushed before each repeat",
+            "params": {"n": n, "dtype": "int32", "threads": r.THREADS,
+                       "blocks": r.default_blocks()},
+            "rows": rows}
+
+
+@benchmark(r.first_element_kernel, r._args, r._minmax, r.default_blocks,
+           r.minmax_shared_tree, r.minmax_shared_tree_kernel)
+def minmax_int32():
+    n = size("reduction")
+    a = _data(n, seed=1)
+    da, out = cuda.to_device(a), cuda.device_array(2, np.int32)
+    harness.check(r.minmax_shared_tree(da, out), r.minmax_reference(a))
+    rows = [_timed("minmax_shared_tree", "kernel", lambda: r.minmax_shared_tree(da, out),
+                   a.nbytes)]
+    t = harness.time_cpu(lambda: (a.min(), a.max()))
+    rows.append(row("numpy.min + numpy.max (CPU)", "peer", t, gbps=2 * a.nbytes / t.ms / 1e6))
+    cupy = _cupy()
+    if cupy is not None:
+        ca = cupy.asarray(a)
+        harness.check(np.array([int(ca.min()), int(ca.max())]), r.minmax_reference(a),
+                      name="cupy.min, cupy.max")
+        rows.append(_timed("cupy.min", "peer", lambda: cupy.min(ca), a.nbytes))
+        rows.append(_timed("cupy.max", "peer", lambda: cupy.max(ca), a.nbytes))
+        rows.append(_timed("cupy.min + cupy.max", "peer",
+                           lambda: (cupy.min(ca), cupy.max(ca)), 2 * a.nbytes))
+    return {"description": f"min and max of {n:,} int32 ({a.nbytes / 1e6:.0f} MB), data on "
+                           "the device, L2 flushed before each repeat; gbps counts the bytes "
+                           "each does read (twice the array for two separate passes)",
+            "params": {"n": n, "dtype": "int32", "threads": r.THREADS,
+                       "blocks": r.default_blocks()},
+            "rows": rows}
+
+
+@benchmark(r.zero_kernel, r._args, r._sum, r.sum_shared_tree, r.sum_shared_tree_kernel,
+           r.sum_unrolled, r.sum_unrolled_kernel)
+def blocks_sweep():
+    n = size("reduction")
+    a = _data(n)
+    da, out = cuda.to_device(a), cuda.device_array(1, np.int64)
+    sms = r.sm_count()
+    rows = []
+    for name in ("sum_shared_tree", "sum_unrolled"):
+        fn = r.VERSIONS[name]
+        for per_sm in SWEEP_BLOCKS_PER_SM:
+            blocks = per_sm * sms
+            harness.check(fn(da, out, blocks=blocks), r.sum_reference(a), name=name)
+            rows.append(_timed(name, "kernel", lambda: fn(da, out, blocks=blocks), a.nbytes,
+                               blocks=blocks, blocks_per_sm=per_sm))
+    return {"description": f"sum of {n:,} int32, {r.THREADS} threads per block, "
+                           f"blocks = k x {sms} SMs, L2 flushed before each repeat",
+            "params": {"n": n, "threads": r.THREADS, "sm_count": sms},
+            "rows": rows}
+
+
+@benchmark(r.zero_kernel, r.first_element_kernel, r._args, r._sum, r._minmax,
+           r.default_blocks, r.sum_shared_tree, r.sum_shared_tree_kernel,
+           r.sum_tree_no_syncthreads, r.sum_tree_no_syncthreads_kernel,
+           r.minmax_shared_tree, r.minmax_shared_tree_kernel, r.minmax_zero_init,
+           r.minmax_zero_init_kernel)
+def exhibits():
+    """The wrong kernels on a GPU: the values they gave, next to the right ones."""
+    n = size("reduction")
+    a = _data(n)
+    da, out = cuda.to_device(a), cuda.device_array(1, np.int64)
+    expected = int(r.sum_reference(a)[0])
+    rows = []
+    for name in ("sum_tree_no_syncthreads", "sum_shared_tree"):
+        fn = r.EXHIBITS.get(name) or r.VERSIONS[name]
+        values = np.array([int(fn(da, out).copy_to_host()[0]) for _ in range(EXHIBIT_RUNS)])
+        rows.append(row(name, "kernel", problem="sum", runs=EXHIBIT_RUNS, expected=expected,
+                        wrong=int((values != expected).sum()),
+                        distinct=len(set(values.tolist())),
+                        values=values[:5].tolist()))
+    rng = np.random.default_rng(2)
+    datasets = {"all positive": rng.integers(1, 2**31, n, dtype=np.int64).astype(np.int32)}
+    datasets["all negative"] = -datasets["all positive"]
+    datasets["mixed signs"] = _data(n, seed=3)
+    for data_name, data in datasets.items():
+        dd, pair = cuda.to_device(data), cuda.device_array(2, np.int32)
+        expected_pair = r.minmax_reference(data).tolist()
+        for name in ("minmax_zero_init", "minmax_shared_tree"):
+            fn = r.EXHIBITS.get(name) or r.VERSIONS[name]
+            got = fn(dd, pair).copy_to_host().tolist()
+            rows.append(row(name, "kernel", problem="minmax", data=data_name, value=got,
+                            expected=expected_pair, wrong=got != expected_pair))
+    return {"description": f"the exhibits of the pitfalls at {n:,} int32: the shared-memory "
+                           f"tree without syncthreads ({EXHIBIT_RUNS} runs) and min/max "
+                           "started at 0, each beside its correct version",
+            "params": {"n": n, "runs": EXHIBIT_RUNS, "blocks": r.default_blocks()},
+            "rows": rows}
+
+
+@benchmark(r.zero_kernel, r._args, r._sum, r.default_blocks, r.sum_unrolled,
+           r.sum_unrolled_kernel)
+def travel():
+    """When the GPU loses: the same sum, with the data where the caller has it."""
+    n = size("reduction")
+    a = _data(n)
+    expected = r.sum_reference(a)
+    da, out = cuda.to_device(a), cuda.device_array(1, np.int64)
+    rows = [row("numpy.sum (CPU)", "peer", harness.time_cpu(lambda: np.sum(a, dtype=np.int64),
+                                                            repeats=10),
+                where="host")]
+
+    def on_device():
+        return r.sum_unrolled(da, out).copy_to_host()
+
+    def pageable():
+        da.copy_to_device(a)
+        return on_device()
+
+    pinned = cuda.pinned_array(n, np.int32)
+    pinned[:] = a
+
+    def from_pinned():
+        da.copy_to_device(pinned)
+        return on_device()
+
+    for name, fn in (("on the device already", on_device), ("copied from pageable memory",
+                                                            pageable),
+                     ("copied from pinned memory", from_pinned)):
+        harness.check(fn(), expected, name=name)
+        rows.append(row(f"sum_unrolled, data {name}", "kernel",
+                        harness.time_cpu(fn, repeats=10), where=name))
+    managed = cuda.managed_array(n, np.int32)
+    gpu, e2e = [], []
+    for _ in range(11):
+        managed[:] = a  # the host writes the data, so its pages live in host memory
+        with harness.CUDATimer() as t:
+            got = r.sum_unrolled(managed, out).copy_to_host()
+        harness.check(got, expected, name="sum_unrolled on a managed array")
+        gpu.append(t.ms)
+        e2e.append(t.e2e_ms)
+    rows.append(row("sum_unrolled, data in managed memory written by the host", "kernel",
+                    harness.Timing(e2e[1:], e2e[1:], cold=False), where="managed",
+                    events_ms=float(np.median(gpu[1:]))))
+    return {"description": f"sum of {n:,} int32 ({a.nbytes / 1e6:.0f} MB) as a caller sees "
+                           "it: wall-clock time from the call until the answer is on the "
+                           "host, with the data on the host, on the device, or in managed "
+                           "memory last written by the host",
+            "params": {"n": n, "bytes": a.nbytes, "blocks": r.default_blocks()},
+            "rows": rows}
+
+
+@benchmark(solutions.topk_kernel, solutions.topk)
+def topk():
+    n = size("reduction")
+    a = _data(n, seed=4)
+    k = solutions.K
+    expected = np.sort(a)[::-1][:k]
+    harness.check(solutions.topk(a, r.default_blocks()), expected, name="topk")
+    blocks = r.default_blocks()
+    da = cuda.to_device(a)
+    candidates = cuda.device_array(blocks * k, np.int32)
+    result = cuda.device_array(k, np.int32)
+
+    def on_device():
+        solutions.topk_kernel[blocks, r.THREADS](da, candidates)
+        solutions.topk_kernel[1, r.THREADS](candidates, result)
+
+    rows = [_timed("topk (solution)", "kernel", on_device, a.nbytes)]
+    t = harness.time_cpu(lambda: np.sort(np.partition(a, n - k)[n - k:])[::-1])
+    rows.append(row("numpy.partition + sort (CPU)", "peer", t, gbps=a.nbytes / t.ms / 1e6))
+    cupy = _cupy()
+    if cupy is not None:
+        ca = cupy.asarray(a)
+        harness.check(cupy.sort(cupy.partition(ca, n - k)[n - k:])[::-1].get(), expected,
+                      name="cupy.partition")
+        rows.append(_timed("cupy.partition + sort", "peer",
+                           lambda: cupy.sort(cupy.partition(ca, n - k)[n - k:])[::-1],
+                           a.nbytes))
+    return {"description": f"the {k} largest of {n:,} int32, data on the device, L2 flushed "
+                           "before each repeat",
+            "params": {"n": n, "k": k, "blocks": blocks, "threads": r.THREADS},
+            "rows": rows}

@@ -1,0 +1,107 @@
+"""Checkers for the reduction chapter's exercises.
+
+Each calls your host function as fn(x, blocks) with a NumPy array x: it must launch
+your kernel with `blocks` blocks of kernels.reduction.THREADS (256) threads and return
+the answer on the host. The sizes do not divide the block size, and the grids range
+from one block to more blocks than the data fill.
+"""
+
+import math
+
+import numpy as np
+
+from kernels import SIMULATOR
+from kernels.checks.core import run_cases
+
+__all__ = ["mean_variance", "argmax", "kahan_sum", "topk"]
+
+# (n, blocks): small on the simulator, where every thread is an operating-system thread
+LAUNCHES = ((1, 1), (255, 3), (257, 2), (10_001, 3))
+if not SIMULATOR:
+    LAUNCHES += ((1_000_003, 264), (4_000_037, 1056))
+TOPK = 10
+
+
+def _run(fn):
+    def run(inputs):
+        x, blocks = inputs
+        return fn(x, blocks)
+    return run
+
+
+def mean_variance(fn):
+    """Check fn(x, blocks) returns [mean, variance] (population, as np.var) of float32 x."""
+    rng = np.random.default_rng(31)
+    cases = []
+    for (n, blocks), (mean, std) in zip(LAUNCHES, [(3, 2), (-5, 1), (100, 1), (3, 2),
+                                                   (100, 1), (0, 1)]):
+        x = rng.normal(mean, std, n).astype(np.float32)
+        expected = np.array([x.mean(dtype=np.float64), x.var(dtype=np.float64)])
+        cases.append((f"n={n:,}, mean {mean}, standard deviation {std}, blocks={blocks}",
+                      (x, blocks), expected))
+    return run_cases("mean_variance", cases, _run(fn), rtol=1e-8, atol=1e-12)
+
+
+def argmax(fn):
+    """Check fn(x, blocks) returns the index of the first maximum of int32 x (np.argmax)."""
+    rng = np.random.default_rng(37)
+    cases = []
+    for n, blocks in LAUNCHES:
+        x = rng.integers(-2**31, 2**31, n, dtype=np.int64).astype(np.int32)
+        cases.append((f"n={n:,}, random int32, blocks={blocks}", (x, blocks), np.argmax(x)))
+    n, blocks = LAUNCHES[-1]
+    ties = rng.integers(0, 50, n).astype(np.int32)  # the maximum occurs about n/50 times
+    cases.append((f"n={n:,}, the maximum repeated: the first one wins", (ties, blocks),
+                  np.argmax(ties)))
+    last = -rng.integers(1, 1000, n).astype(np.int32)
+    last[-1] = -1
+    last[-2] = -1
+    cases.append((f"n={n:,}, all negative, the maximum among the last two", (last, blocks),
+                  np.argmax(last)))
+    return run_cases("argmax", cases, _run(fn))
+
+
+def _chain_case(blocks, per_thread=40):
+    """Every thread's first element is 1.0, the rest 1e-16: a plain float64 sum drops
+    every 1e-16 (1 + 1e-16 rounds to 1), a compensated one keeps them."""
+    from kernels.reduction import THREADS
+
+    threads = blocks * THREADS
+    x = np.full(threads * per_thread, 1e-16)
+    x[:threads] = 1.0
+    return (f"blocks={blocks}, each thread's grid-stride slice starts with 1.0 and "
+            f"goes on with {per_thread - 1} values of 1e-16", (x, blocks), math.fsum(x))
+
+
+def kahan_sum(fn):
+    """Check fn(x, blocks) sums float64 x with compensation (against math.fsum)."""
+    rng = np.random.default_rng(41)
+    cases = []
+    for n, blocks in LAUNCHES:
+        x = rng.standard_normal(n) * 10.0 ** rng.integers(-8, 8, n)
+        cases.append((f"n={n:,}, magnitudes 1e-8 to 1e8, blocks={blocks}", (x, blocks),
+                      math.fsum(x)))
+    report = run_cases("kahan_sum", cases, _run(fn), rtol=1e-12, atol=1e-300)
+    # Plain float64 is 4e-15 off on these: the tolerance leaves room for the tree only.
+    chains = [_chain_case(1), _chain_case(2)]
+    report.cases += run_cases("kahan_sum", chains, _run(fn), rtol=1.5e-15, atol=0).cases
+    return report
+
+
+def topk(fn):
+    """Check fn(x, blocks) returns the 10 largest values of int32 x, largest first."""
+    rng = np.random.default_rng(43)
+    cases = []
+    for n, blocks in ((TOPK, 1),) + LAUNCHES[1:]:
+        x = rng.integers(-2**31, 2**31, n, dtype=np.int64).astype(np.int32)
+        cases.append((f"n={n:,}, random int32, blocks={blocks}", (x, blocks),
+                      np.sort(x)[::-1][:TOPK]))
+    n, blocks = LAUNCHES[-1]
+    dups = rng.integers(0, 12, n).astype(np.int32)  # few distinct values, many repeats
+    cases.append((f"n={n:,}, values 0 to 11 repeated", (dups, blocks),
+                  np.sort(dups)[::-1][:TOPK]))
+    low = np.full(n, -2**31, dtype=np.int32)  # the smallest int32 is a valid answer too
+    low[-3:] = (-5, -2**31 + 1, -7)
+    cases.append((f"n={n:,}, almost all -2**31, three larger values at the end",
+                  (low, blocks), np.sort(low)[::-1][:TOPK]))
+    return run_cases("topk", cases, _run(fn))

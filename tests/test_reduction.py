@@ -1,0 +1,243 @@
+import os
+import re
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from numba import cuda
+
+import kernels
+from kernels import checks, size
+from kernels import reduction as r
+from kernels.harness import check
+from kernels.solutions import reduction as solutions
+from ptx import assert_compiles
+
+PTX_SIGNATURES = {
+    "zero_kernel": ["void(int64[::1])"],
+    "first_element_kernel": ["void(int32[::1], int32[::1])"],
+    "sum_global_atomics_kernel": ["void(int32[::1], int64[::1])"],
+    "sum_shared_tree_kernel": ["void(int32[::1], int64[::1])", "void(int64[::1], int64[::1])"],
+    "sum_unrolled_kernel": ["void(int32[::1], int64[::1])"],
+    "sum_warp_shuffle_kernel": ["void(int32[::1], int64[::1])"],
+    "sum_tree_no_syncthreads_kernel": ["void(int32[::1], int64[::1])"],
+    "minmax_shared_tree_kernel": ["void(int32[::1], int32[::1])", "void(int64[::1], int64[::1])"],
+    "minmax_zero_init_kernel": ["void(int32[::1], int32[::1])"],
+}
+SOLUTION_SIGNATURES = {
+    "mean_variance_kernel": "void(float32[::1], float64[::1])",
+    "argmax_kernel": "void(int32[::1], int64[::1])",
+    "kahan_sum_kernel": "void(float64[::1], float64[::1])",
+    "topk_kernel": "void(int32[::1], int32[::1])",
+}
+
+SIZES = (1, 255, 257, 10_001)  # none a multiple of the 256 threads of a block
+SIMULATED = sorted(set(r.VERSIONS) - set(r.GPU_ONLY))
+SUMS = sorted(set(r.SUM_VERSIONS) - set(r.GPU_ONLY))
+
+
+def int32_data(rng, n):
+    return rng.integers(-2**31, 2**31, n, dtype=np.int64).astype(np.int32)
+
+
+def reference(name):
+    return r.sum_reference if name.startswith("sum") else r.minmax_reference
+
+
+@pytest.mark.parametrize("version", SIMULATED)
+@pytest.mark.parametrize("n", SIZES)
+def test_versions_match_numpy(version, n, rng):
+    a = int32_data(rng, n)
+    out = np.full(1 if version.startswith("sum") else 2, -7, dtype=np.int64 if
+                  version.startswith("sum") else np.int32)  # poisoned
+    check(r.VERSIONS[version](a, out, blocks=2), reference(version)(a))
+
+
+@pytest.mark.parametrize("version", SIMULATED)
+def test_int64_input_on_device(version, rng):
+    a = rng.integers(-2**52, 2**52, 1_001)  # far from int64 overflow
+    got = r.VERSIONS[version](cuda.to_device(a), blocks=1)
+    assert hasattr(got, "copy_to_host")
+    check(got, reference(version)(a))
+
+
+@pytest.mark.parametrize("version", SUMS)
+def test_sum_needs_a_wide_accumulator(version):
+    """2,000 values of 2**31 - 1: the sum is past int32 and NumPy's int32 sum wraps."""
+    a = np.full(2_000, 2**31 - 1, dtype=np.int32)
+    assert np.sum(a, dtype=np.int32) != r.sum_reference(a)[0]
+    check(r.SUM_VERSIONS[version](a, blocks=1), np.array([2_000 * (2**31 - 1)]))
+
+
+def test_more_blocks_than_the_data_fill(rng):
+    a = int32_data(rng, 300)  # 2 blocks have elements, 1 has none
+    check(r.sum_unrolled(a, blocks=3), r.sum_reference(a))
+    check(r.minmax_shared_tree(a, blocks=3), r.minmax_reference(a))
+
+
+def signed_data(rng, signs, n):
+    positive = rng.integers(1, 2**31, n).astype(np.int32)
+    return {"all positive": positive, "all negative": -positive,
+            "mixed signs": int32_data(rng, n),
+            "extremes": np.array([2**31 - 1, -2**31, 0], dtype=np.int32)}[signs]
+
+
+@pytest.mark.parametrize("signs", ["all positive", "all negative", "mixed signs", "extremes"])
+def test_minmax_right_on_any_signs(signs, rng):
+    a = signed_data(rng, signs, 1_001)
+    check(r.minmax_shared_tree(a, blocks=2), r.minmax_reference(a))
+
+
+def test_zero_init_exhibit_is_wrong_without_both_signs(rng):
+    positive = signed_data(rng, "all positive", 1_001)
+    got = r.minmax_zero_init(positive, blocks=1)
+    assert got[0] == 0 and got[1] == positive.max()  # min wrong, max right
+    got = r.minmax_zero_init(-positive, blocks=1)
+    assert got[0] == -positive.max() and got[1] == 0  # max wrong, min right
+    mixed = signed_data(rng, "mixed signs", 1_001)  # why the bug survives a quick test
+    check(r.minmax_zero_init(mixed, blocks=1), r.minmax_reference(mixed))
+
+
+def test_default_grid_is_a_few_blocks_per_sm():
+    assert r.default_blocks() == r.BLOCKS_PER_SM * r.sm_count()
+
+
+@pytest.mark.skipif(not kernels.SIMULATOR, reason="the simulator's refusal")
+def test_warp_shuffle_refuses_clearly_on_simulator():
+    with pytest.raises(RuntimeError, match="simulator lacks"):
+        r.sum_warp_shuffle(np.arange(10, dtype=np.int32))
+
+
+BAD_CALLS = {
+    "empty": (lambda a: r.sum_unrolled(a[:0]), ValueError, "a is empty"),
+    "empty minmax": (lambda a: r.minmax_shared_tree(a[:0]), ValueError, "a is empty"),
+    "float input": (lambda a: r.sum_shared_tree(a.astype(np.float32)), TypeError,
+                    "accepted: int32, int64"),
+    "uint32 input": (lambda a: r.minmax_shared_tree(a.astype(np.uint32)), TypeError,
+                     "accepted: int32, int64"),
+    "2-D input": (lambda a: r.sum_shared_tree(a.reshape(3, 7)), ValueError, "1-D"),
+    "strided input": (lambda a: r.sum_shared_tree(a[::2]), ValueError, "C-contiguous"),
+    "int32 sum output": (lambda a: r.sum_shared_tree(a, np.zeros(1, np.int32)), TypeError,
+                         "out has dtype int32; accepted: int64"),
+    "minmax output shape": (lambda a: r.minmax_shared_tree(a, np.zeros(3, np.int32)),
+                            ValueError, "expected (2,)"),
+    "minmax output dtype": (lambda a: r.minmax_shared_tree(a, np.zeros(2, np.int64)),
+                            TypeError, "accepted: int32"),
+    "device out, host a": (lambda a: r.sum_unrolled(a, cuda.device_array(1, np.int64)),
+                           ValueError, "on the host or all on the device"),
+    "zero blocks": (lambda a: r.sum_unrolled(a, blocks=0), ValueError,
+                    "blocks must be at least 1"),
+    "float blocks": (lambda a: r.minmax_shared_tree(a, blocks=2.0), TypeError,
+                     "must be an int"),
+    "a list": (lambda a: r.sum_unrolled(list(a)), TypeError, "NumPy array"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD_CALLS))
+def test_bad_input_is_refused_clearly(case, rng):
+    call, error, words = BAD_CALLS[case]
+    with pytest.raises(error, match=re.escape(words)):
+        call(int32_data(rng, 21))
+
+
+# ------------------------------------------------------------------ exercises
+
+def mean_variance_float32(x, blocks):  # rounds the squares away
+    f = x.astype(np.float32)
+    mean = f.mean(dtype=np.float32)
+    return np.array([mean, (f * f).mean(dtype=np.float32) - mean * mean])
+
+
+def argmax_last(x, blocks):  # the last maximum, not the first
+    return len(x) - 1 - int(np.argmax(x[::-1]))
+
+
+def sum_uncompensated(x, blocks):  # each thread's grid-stride slice summed plainly
+    stride = blocks * r.THREADS
+    return sum(sum(x[t::stride].tolist()) for t in range(min(stride, len(x))))
+
+
+def topk_drops_last(x, blocks):  # misses the array's last element
+    return np.sort(x[:-1])[::-1][:solutions.K]
+
+
+PLANTED = {"mean_variance": mean_variance_float32, "argmax": argmax_last,
+           "kahan_sum": sum_uncompensated, "topk": topk_drops_last}
+
+
+@pytest.mark.parametrize("exercise", sorted(PLANTED))
+def test_solution_passes_its_checker(exercise):
+    report = getattr(checks, exercise)(getattr(solutions, exercise))
+    assert report.passed, str(report)
+
+
+@pytest.mark.parametrize("exercise", sorted(PLANTED))
+def test_planted_bug_fails_its_checker(exercise):
+    report = getattr(checks, exercise)(PLANTED[exercise])
+    assert not report.passed, str(report)
+
+
+def test_checker_reports_an_exception_in_plain_words():
+    def unfinished(x, blocks):
+        raise NotImplementedError("write me")
+
+    text = str(checks.argmax(unfinished))
+    assert "raised NotImplementedError: write me" in text and "FAIL" in text
+
+
+# ------------------------------------------------------------------------ PTX
+
+def test_compiles_to_ptx():
+    assert_compiles("reduction")
+
+
+def test_solutions_compile_to_ptx():
+    code = ("import sys; from numba import cuda; from kernels.solutions import reduction as s\n"
+            f"for name, sig in {SOLUTION_SIGNATURES!r}.items():\n"
+            "    for cc in ((7, 5), (9, 0)):\n"
+            "        ptx, _ = cuda.compile_ptx(getattr(s, name).py_func, sig, cc=cc)\n"
+            "        assert f'.target sm_{cc[0]}{cc[1]}' in ptx, (name, cc)\n"
+            "print('ok')")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          env=dict(os.environ, NUMBA_ENABLE_CUDASIM="0"), timeout=600)
+    assert proc.returncode == 0 and "ok" in proc.stdout, proc.stderr[-3000:]
+
+
+# ------------------------------------------------------------------------ GPU
+
+@pytest.fixture(scope="module")
+def full_data():
+    return int32_data(np.random.default_rng(5), size("reduction"))
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("version", sorted(r.VERSIONS))
+def test_full_size_on_gpu(version, full_data):
+    d = cuda.to_device(full_data)
+    for blocks in (None, 1, 7, 4 * r.default_blocks()):
+        check(r.VERSIONS[version](d, blocks=blocks), reference(version)(full_data),
+              name=f"{version}, blocks={blocks}")
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("n", SIZES)
+def test_warp_shuffle_uneven_sizes_on_gpu(n, rng):
+    a = int32_data(rng, n)
+    check(r.sum_warp_shuffle(cuda.to_device(a), blocks=2), r.sum_reference(a))
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("signs", ["all positive", "all negative", "mixed signs"])
+def test_minmax_any_signs_full_size_on_gpu(signs):
+    a = signed_data(np.random.default_rng(6), signs, size("reduction"))
+    check(r.minmax_shared_tree(cuda.to_device(a)), r.minmax_reference(a))
+    if signs != "mixed signs":
+        assert r.minmax_zero_init(cuda.to_device(a)).tolist() != r.minmax_reference(a).tolist()
+
+
+@pytest.mark.gpu
+def test_solutions_full_size_on_gpu(full_data):
+    blocks = r.default_blocks()
+    check(np.array([solutions.argmax(full_data, blocks)]), np.array([np.argmax(full_data)]))
+    check(solutions.topk(full_data, blocks), np.sort(full_data)[::-1][:solutions.K])
