@@ -1,0 +1,174 @@
+"""Benchmarks of the histogram chapter, on Shakespeare's Complete Works (5.6 MB).
+
+The input fits in the H100's 50 MB L2, so every GPU time is taken cold (L2 flushed
+before each repeat). The text comes from kernels.text: the copy carried to a lent
+GPU in .gpu/ when it is there, else a download, else the labelled substitute (the
+description then says so).
+"""
+
+import pathlib
+
+import numpy as np
+from numba import cuda
+
+from kernels import gridstride, harness, size, text
+from kernels import histogram as h
+from kernels.harness import benchmark, row
+
+SWEEP_BLOCKS_PER_SM = (1, 2, 4, 8, 16, 32, 64)
+CARRIED_COPY = pathlib.Path(__file__).resolve().parents[2] / ".gpu" / "pg100.txt.gz"
+COMMON = (h.clear_kernel, h._args, h._words, h.default_launch)
+ALL_VERSIONS = COMMON + (
+    h.histogram_global_atomics, h.histogram_global_atomics_kernel,
+    h.histogram_shared_atomics, h.histogram_shared_atomics_kernel,
+    h.histogram_shared_wide_loads, h.histogram_shared_wide_loads_kernel,
+    h.histogram_lane_private, h.histogram_lane_private_kernel,
+)
+BLOCKING_REPEATS = 20
+
+
+def _text():
+    found = text.shakespeare(local_copy=CARRIED_COPY if CARRIED_COPY.exists() else None)
+    return found, found.data[:size("histogram_text")]
+
+
+def _described(found, data):
+    what = ("SUBSTITUTE text (Gutenberg unreachable)" if found.substitute
+            else "Shakespeare's Complete Works (Project Gutenberg #100)")
+    return f"{what}, {data.size:,} bytes, 128 bins; GPU times cold (L2 flushed)"
+
+
+def _time_blocking(fn):
+    """Cold GPU time of a call that synchronises inside (CuPy's histogram and bincount
+    do), so it cannot be queued behind time_gpu's spin kernel: CUDATimer around each
+    call, after an L2 flush. Host gaps between the call's own kernels count in."""
+    fn()
+    gpu, e2e = [], []
+    for _ in range(BLOCKING_REPEATS):
+        harness.flush_l2()
+        with harness.CUDATimer() as t:
+            fn()
+        gpu.append(t.ms)
+        e2e.append(t.e2e_ms)
+    return harness.Timing(gpu, e2e, cold=True)
+
+
+def _time_versions(versions, d_data, expected, **fields):
+    rows = []
+    out = cuda.device_array(h.BINS, np.int64)
+    for name, fn in versions.items():
+        harness.check(fn(d_data, out), expected, name=name)
+        t = harness.time_gpu(lambda: fn(d_data, out), cold=True)
+        rows.append(row(name, "kernel", t, gbps=d_data.size / t.ms / 1e6, **fields))
+    return rows
+
+
+@benchmark(*ALL_VERSIONS, h.histogram_cpu_loop, h.read_only, h.read_only_kernel)
+def versions():
+    found, data = _text()
+    expected = h.histogram_reference(data)
+    n = data.size
+    d_data = cuda.to_device(data)
+    rows = _time_versions(h.VERSIONS, d_data, expected)
+    out = cuda.device_array(h.BINS, np.int64)
+    t = harness.time_gpu(lambda: h.read_only(d_data, out), cold=True)
+    rows.append(row("read_only (read the text, count nothing)", "limit", t,
+                    gbps=n / t.ms / 1e6))
+    t = harness.time_gpu(lambda: h.clear_kernel[1, h.BINS](out))
+    rows.append(row("clear_kernel alone (one tiny launch)", "limit", t))
+    cpu = {
+        "Python loop (CPU)": lambda: h.histogram_cpu_loop(data),
+        "numpy.histogram (CPU)": lambda: np.histogram(data, bins=h.BINS,
+                                                      range=(-0.5, h.BINS - 0.5))[0],
+        "numpy.bincount (CPU)": lambda: np.bincount(data, minlength=256)[:h.BINS],
+    }
+    for name, fn in cpu.items():
+        harness.check(fn(), expected, name=name)
+        t = harness.time_cpu(fn, repeats=3 if "loop" in name else 10)
+        rows.append(row(name, "peer", t, gbps=n / t.ms / 1e6))
+    try:
+        import cupy
+    except ImportError:
+        cupy = None
+    if cupy is not None:
+        c_data = cupy.asarray(data)
+        gpu_peers = {
+            "cupy.histogram": lambda: cupy.histogram(c_data, bins=h.BINS,
+                                                     range=(-0.5, h.BINS - 0.5))[0],
+            "cupy.bincount": lambda: cupy.bincount(c_data, minlength=256)[:h.BINS],
+        }
+        for name, fn in gpu_peers.items():
+            harness.check(cupy.asnumpy(fn()), expected, name=name)
+            t = _time_blocking(fn)
+            rows.append(row(name, "peer", t, gbps=n / t.ms / 1e6,
+                            timed="CUDATimer per call (the call synchronises)"))
+    return {"description": _described(found, data),
+            "params": {"bytes": n, "bins": h.BINS, "text_source": found.source,
+                       "sm_count": gridstride.sm_count(),
+                       "launch": {v: list(h.default_launch(v)) for v in h.VERSIONS}},
+            "rows": rows}
+
+
+@benchmark(*ALL_VERSIONS)
+def inputs():
+    """Where the time goes: the same versions on uniform bytes, text, and one hot bin."""
+    found, data = _text()
+    n = data.size
+    rng = np.random.default_rng(0)
+    cases = {
+        "uniform over 128 bins": rng.integers(0, h.BINS, n, dtype=np.uint8),
+        "Shakespeare": data,
+        "all spaces": np.full(n, ord(" "), dtype=np.uint8),
+    }
+    rows = []
+    for label, bytes_ in cases.items():
+        rows += _time_versions(h.VERSIONS, cuda.to_device(bytes_),
+                               h.histogram_reference(bytes_), input=label)
+    return {"description": _described(found, data) + "; the same size of uniform random "
+                           "bytes and of spaces only",
+            "params": {"bytes": n, "inputs": list(cases), "text_source": found.source},
+            "rows": rows}
+
+
+@benchmark(*ALL_VERSIONS)
+def blocks_sweep():
+    found, data = _text()
+    expected = h.histogram_reference(data)
+    d_data = cuda.to_device(data)
+    out = cuda.device_array(h.BINS, np.int64)
+    sms = gridstride.sm_count()
+    rows = []
+    for name, fn in h.VERSIONS.items():
+        threads = h.default_launch(name)[1]
+        for per_sm in SWEEP_BLOCKS_PER_SM:
+            blocks = per_sm * sms
+            harness.check(fn(d_data, out, blocks=blocks), expected, name=f"{name} {blocks}")
+            t = harness.time_gpu(lambda: fn(d_data, out, blocks=blocks), cold=True)
+            rows.append(row(name, "kernel", t, blocks=blocks, blocks_per_sm=per_sm,
+                            threads=threads, gbps=data.size / t.ms / 1e6))
+    return {"description": _described(found, data) + f"; blocks = k x {sms} SMs, each "
+                           "version with its default threads per block",
+            "params": {"bytes": data.size, "sm_count": sms, "text_source": found.source},
+            "rows": rows}
+
+
+@benchmark(*COMMON, h.histogram_shared_atomics, h.histogram_shared_atomics_kernel,
+           h.histogram_shared_atomics_int64, h.histogram_shared_atomics_int64_kernel)
+def counter_width():
+    """32-bit vs 64-bit shared counters: the same kernel, only the counter type differs."""
+    found, data = _text()
+    rng = np.random.default_rng(1)
+    rows = []
+    same_launch = {"blocks": h.default_launch("histogram_shared_atomics")[0]}
+    for label, bytes_ in {"Shakespeare": data,
+                          "uniform over 128 bins": rng.integers(0, h.BINS, data.size,
+                                                                dtype=np.uint8)}.items():
+        rows += _time_versions(
+            {"int32 counters": lambda d, o: h.histogram_shared_atomics(d, o, **same_launch),
+             "int64 counters": lambda d, o: h.histogram_shared_atomics_int64(d, o,
+                                                                             **same_launch)},
+            cuda.to_device(bytes_), h.histogram_reference(bytes_), input=label)
+    return {"description": _described(found, data) + "; histogram_shared_atomics with int32 "
+                           "and with int64 shared counters, same launch",
+            "params": {"bytes": data.size, "text_source": found.source, **same_launch},
+            "rows": rows}

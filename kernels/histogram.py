@@ -1,0 +1,259 @@
+"""Histograms of text: counting the bytes of a text into 128 ASCII bins with atomics.
+
+Versions (VERSIONS maps each name to its host function), each a step from the last:
+    histogram_global_atomics    one atomic add in global memory per byte (grid-stride)
+    histogram_shared_atomics    a per-block histogram in shared memory, then one
+                                global atomic per bin per block
+    histogram_shared_wide_loads the same, reading 4 bytes per load (a uint32 view)
+    histogram_lane_private      4-byte loads into 32 private copies of the block's
+                                histogram, one per warp lane: no two lanes of a warp
+                                ever touch the same counter or the same memory bank
+Beside them:
+    histogram_shared_atomics_int64  histogram_shared_atomics with 64-bit shared
+                                    counters: the same work, many times slower
+    read_only                       reads every byte as the versions do and counts
+                                    nothing: the floor a histogram cannot beat
+
+Every version counts byte values 0-127 and skips bytes >= 128 (the lead and
+continuation bytes of UTF-8 characters), so none can write past its 128 bins.
+The counts are int64, as np.bincount gives them.
+"""
+
+import numpy as np
+from numba import cuda
+
+from kernels import validate
+from kernels.gridstride import sm_count
+
+BINS = 128   # ASCII
+WARP = 32    # lanes of a warp: the lane-private copies, and the shared memory banks
+MAX_BYTES = 2**31 - 1  # shared counters are int32: no block may count more than this
+
+# ------------------------------------------------------------------ reference
+
+
+def histogram_reference(data):
+    """Counts of byte values 0-127 in `data` (uint8); bytes >= 128 are not counted."""
+    return np.bincount(data, minlength=256)[:BINS].astype(np.int64)
+
+
+def histogram_cpu_loop(data):
+    """The same counts with a plain Python loop: the CPU baseline of the chapter."""
+    counts = [0] * 256
+    for byte in data.tobytes():
+        counts[byte] += 1
+    return np.array(counts[:BINS], dtype=np.int64)
+
+
+# -------------------------------------------------------------------- kernels
+
+
+@cuda.jit
+def clear_kernel(hist):
+    for i in range(cuda.grid(1), hist.size, cuda.gridsize(1)):
+        hist[i] = 0
+
+
+@cuda.jit
+def histogram_global_atomics_kernel(data, hist):
+    for i in range(cuda.grid(1), data.size, cuda.gridsize(1)):
+        c = data[i]
+        if c < BINS:
+            cuda.atomic.add(hist, c, 1)
+
+
+@cuda.jit
+def histogram_shared_atomics_kernel(data, hist):
+    local = cuda.shared.array(BINS, np.int32)
+    t = cuda.threadIdx.x
+    for b in range(t, BINS, cuda.blockDim.x):
+        local[b] = 0
+    cuda.syncthreads()
+    for i in range(cuda.grid(1), data.size, cuda.gridsize(1)):
+        c = data[i]
+        if c < BINS:
+            cuda.atomic.add(local, c, 1)
+    cuda.syncthreads()  # every thread of the block has counted
+    for b in range(t, BINS, cuda.blockDim.x):
+        if local[b] != 0:
+            cuda.atomic.add(hist, b, local[b])
+
+
+@cuda.jit
+def histogram_shared_atomics_int64_kernel(data, hist):
+    local = cuda.shared.array(BINS, np.int64)
+    t = cuda.threadIdx.x
+    for b in range(t, BINS, cuda.blockDim.x):
+        local[b] = 0
+    cuda.syncthreads()
+    for i in range(cuda.grid(1), data.size, cuda.gridsize(1)):
+        c = data[i]
+        if c < BINS:
+            cuda.atomic.add(local, c, 1)
+    cuda.syncthreads()
+    for b in range(t, BINS, cuda.blockDim.x):
+        if local[b] != 0:
+            cuda.atomic.add(hist, b, local[b])
+
+
+@cuda.jit
+def histogram_shared_wide_loads_kernel(words, data, hist):
+    local = cuda.shared.array(BINS, np.int32)
+    t = cuda.threadIdx.x
+    for b in range(t, BINS, cuda.blockDim.x):
+        local[b] = 0
+    cuda.syncthreads()
+    for i in range(cuda.grid(1), words.size, cuda.gridsize(1)):
+        w = words[i]  # 4 bytes in one load; byte k sits in bits 8k..8k+7
+        for k in range(4):
+            c = (w >> (8 * k)) & 0xFF
+            if c < BINS:
+                cuda.atomic.add(local, c, 1)
+    tail = 4 * words.size + cuda.grid(1)  # the last size % 4 bytes, one per thread
+    if tail < data.size and data[tail] < BINS:
+        cuda.atomic.add(local, data[tail], 1)
+    cuda.syncthreads()
+    for b in range(t, BINS, cuda.blockDim.x):
+        if local[b] != 0:
+            cuda.atomic.add(hist, b, local[b])
+
+
+@cuda.jit
+def histogram_lane_private_kernel(words, data, hist):
+    # local[c, lane]: lane l of every warp counts into column l. Lanes of one warp
+    # never share a counter, and column l lies in memory bank l, so the 32 atomics
+    # of a warp instruction all go to different banks.
+    local = cuda.shared.array((BINS, WARP), np.int32)
+    t = cuda.threadIdx.x
+    lane = t % WARP
+    for b in range(t, BINS, cuda.blockDim.x):
+        for l in range(WARP):
+            local[b, l] = 0
+    cuda.syncthreads()
+    for i in range(cuda.grid(1), words.size, cuda.gridsize(1)):
+        w = words[i]
+        for k in range(4):
+            c = (w >> (8 * k)) & 0xFF
+            if c < BINS:
+                cuda.atomic.add(local, (c, lane), 1)
+    tail = 4 * words.size + cuda.grid(1)
+    if tail < data.size and data[tail] < BINS:
+        cuda.atomic.add(local, (data[tail], lane), 1)
+    cuda.syncthreads()
+    for b in range(t, BINS, cuda.blockDim.x):
+        total = 0
+        for l in range(WARP):
+            # start each bin's sum at a different column: neighbouring threads
+            # then read different banks at every step
+            total += local[b, (l + b) % WARP]
+        if total != 0:
+            cuda.atomic.add(hist, b, total)
+
+
+@cuda.jit
+def read_only_kernel(words, data, out):
+    seen = 0
+    for i in range(cuda.grid(1), words.size, cuda.gridsize(1)):
+        seen |= words[i]
+    tail = 4 * words.size + cuda.grid(1)
+    if tail < data.size:
+        seen |= data[tail]
+    if seen == 0xFFFFFFFF:  # depends on the data, so the loads cannot be skipped
+        out[0] = 1
+
+
+# ------------------------------------------------------------ host functions
+
+
+def default_launch(version):
+    """(blocks, threads) of `version`'s default launch: the best of the blocks sweep on
+    an H200 (book/_data/bench). More blocks mean more final global atomics (BINS per
+    block, all on the 8 cache lines of `out`); fewer leave each thread a longer chain
+    of loads to wait for."""
+    per_sm, threads = {
+        "histogram_global_atomics": (32, 256),
+        "histogram_shared_atomics": (4, 256),
+        "histogram_shared_atomics_int64": (8, 256),
+        "histogram_shared_wide_loads": (2, 256),
+        "histogram_lane_private": (2, 512),
+        "read_only": (2, 512),
+    }[version]
+    return per_sm * sm_count(), threads
+
+
+def _args(version, data, out, blocks, threads):
+    validate.array("data", data, dtypes=np.uint8, ndim=1)
+    validate.nonempty("data", data)
+    if data.size > MAX_BYTES:
+        raise ValueError(f"data has {data.size:,} bytes; at most {MAX_BYTES:,} are accepted "
+                         "(the per-block counters are int32)")
+    default_blocks, default_threads = default_launch(version)
+    blocks, threads = validate.launch(default_blocks if blocks is None else blocks,
+                                      default_threads if threads is None else threads)
+    out = validate.output("out", out, data, dtype=np.int64, shape=(BINS,))
+    if validate.on_device(out):
+        clear_kernel[1, BINS](out)
+    else:
+        out[:] = 0
+    return out, blocks, threads
+
+
+def _words(data):
+    """The first len(data) // 4 * 4 bytes of `data` seen as uint32 words (no copy)."""
+    interface = getattr(data, "__cuda_array_interface__", None)
+    if interface is not None and interface["data"][0] % 4 != 0:
+        raise ValueError("data must start at an address divisible by 4 to be read as "
+                         "4-byte words (a device array sliced at an odd offset was given); "
+                         "copy it into a new device array")
+    return data[:data.size // 4 * 4].view(np.uint32)
+
+
+def histogram_global_atomics(data, out=None, *, blocks=None, threads=None):
+    """Counts of bytes 0-127 in `data` (uint8): one global atomic per byte."""
+    out, blocks, threads = _args("histogram_global_atomics", data, out, blocks, threads)
+    histogram_global_atomics_kernel[blocks, threads](data, out)
+    return out
+
+
+def histogram_shared_atomics(data, out=None, *, blocks=None, threads=None):
+    """Counts of bytes 0-127: per-block shared histogram, then global atomics."""
+    out, blocks, threads = _args("histogram_shared_atomics", data, out, blocks, threads)
+    histogram_shared_atomics_kernel[blocks, threads](data, out)
+    return out
+
+
+def histogram_shared_atomics_int64(data, out=None, *, blocks=None, threads=None):
+    """histogram_shared_atomics with 64-bit shared counters (a pitfall, kept to measure it)."""
+    out, blocks, threads = _args("histogram_shared_atomics_int64", data, out, blocks, threads)
+    histogram_shared_atomics_int64_kernel[blocks, threads](data, out)
+    return out
+
+
+def histogram_shared_wide_loads(data, out=None, *, blocks=None, threads=None):
+    """Counts of bytes 0-127: per-block shared histogram, 4 bytes per load."""
+    out, blocks, threads = _args("histogram_shared_wide_loads", data, out, blocks, threads)
+    histogram_shared_wide_loads_kernel[blocks, threads](_words(data), data, out)
+    return out
+
+
+def histogram_lane_private(data, out=None, *, blocks=None, threads=None):
+    """Counts of bytes 0-127: 4 bytes per load, one shared histogram per warp lane."""
+    out, blocks, threads = _args("histogram_lane_private", data, out, blocks, threads)
+    histogram_lane_private_kernel[blocks, threads](_words(data), data, out)
+    return out
+
+
+def read_only(data, out=None, *, blocks=None, threads=None):
+    """Clear `out` and read `data` as the wide-load versions do, counting nothing: the
+    floor under every version. What it leaves in `out` means nothing."""
+    out, blocks, threads = _args("read_only", data, out, blocks, threads)
+    read_only_kernel[blocks, threads](_words(data), data, out)
+    return out
+
+
+VERSIONS = {
+    "histogram_global_atomics": histogram_global_atomics,
+    "histogram_shared_atomics": histogram_shared_atomics,
+    "histogram_shared_wide_loads": histogram_shared_wide_loads,
+    "histogram_lane_private": histogram_lane_private,
+}

@@ -1,0 +1,158 @@
+import re
+
+import numpy as np
+import pytest
+from numba import cuda
+
+from kernels import checks
+from kernels import histogram as h
+from kernels.harness import check
+from kernels.solutions import histogram as solutions
+from ptx import assert_compiles
+
+BYTES_IN = "void(uint8[::1], int64[::1])"
+WORDS_IN = "void(uint32[::1], uint8[::1], int64[::1])"
+PTX_SIGNATURES = {
+    "clear_kernel": ["void(int64[::1])"],
+    "histogram_global_atomics_kernel": [BYTES_IN],
+    "histogram_shared_atomics_kernel": [BYTES_IN],
+    "histogram_shared_atomics_int64_kernel": [BYTES_IN],
+    "histogram_shared_wide_loads_kernel": [WORDS_IN],
+    "histogram_lane_private_kernel": [WORDS_IN],
+    "read_only_kernel": [WORDS_IN],
+}
+ALL = dict(h.VERSIONS, histogram_shared_atomics_int64=h.histogram_shared_atomics_int64)
+
+
+def test_reference_agrees_with_numpy_histogram_and_the_cpu_loop(rng):
+    data = rng.integers(0, 256, 10_007, dtype=np.uint8)
+    expected = np.histogram(data, bins=h.BINS, range=(-0.5, h.BINS - 0.5))[0]
+    check(h.histogram_reference(data), expected)
+    check(h.histogram_cpu_loop(data), expected)
+
+
+def test_histogram_range_0_128_counts_byte_128_in_the_last_bin():
+    """The pitfall the chapter shows: numpy's last bin is closed on the right."""
+    data = np.array([127, 128], np.uint8)
+    assert np.histogram(data, bins=128, range=(0, 128))[0][127] == 2
+    assert h.histogram_reference(data)[127] == 1
+
+
+@pytest.mark.parametrize("version", sorted(ALL))
+@pytest.mark.parametrize("n,blocks,threads", [(1, 1, 32), (6, 2, 32), (1_001, 3, 64),
+                                              (4_099, None, 96)])
+def test_matches_bincount_on_random_bytes(version, n, blocks, threads, rng):
+    data = rng.integers(0, 256, n, dtype=np.uint8)  # all 256 values: >= 128 are skipped
+    out = np.full(h.BINS, -7, np.int64)  # poisoned: the launcher must clear it
+    check(ALL[version](data, out, blocks=blocks, threads=threads),
+          np.bincount(data, minlength=256)[:h.BINS], name=version)
+
+
+@pytest.mark.parametrize("version", sorted(h.VERSIONS))
+def test_device_in_device_out_and_one_hot_bin(version):
+    data = np.full(2_003, ord("e"), np.uint8)
+    out = h.VERSIONS[version](cuda.to_device(data), blocks=2, threads=64)
+    assert hasattr(out, "copy_to_host")
+    check(out, h.histogram_reference(data))
+
+
+def test_read_only_reads_and_clears(rng):
+    data = rng.integers(0, 128, 1_001, dtype=np.uint8)  # never all bits set: out stays 0
+    check(h.read_only(data, np.full(h.BINS, 9, np.int64), blocks=2, threads=32),
+          np.zeros(h.BINS, np.int64))
+
+
+def test_wide_loads_refuse_a_misaligned_device_slice():
+    if not hasattr(cuda.device_array(4, np.uint8), "__cuda_array_interface__"):
+        pytest.skip("simulated device arrays have no address to check")
+    d = cuda.to_device(np.arange(64, dtype=np.uint8))
+    with pytest.raises(ValueError, match="divisible by 4"):
+        h.histogram_lane_private(d[1:])
+
+
+BAD_CALLS = {
+    "not uint8": (lambda d: h.histogram_shared_atomics(d.astype(np.int32)), TypeError,
+                  "accepted: uint8"),
+    "2-D": (lambda d: h.histogram_lane_private(d.reshape(10, 10)), ValueError, "1-D"),
+    "empty": (lambda d: h.histogram_global_atomics(d[:0]), ValueError, "empty"),
+    "strided": (lambda d: h.histogram_shared_wide_loads(d[::2]), ValueError, "C-contiguous"),
+    "bad out dtype": (lambda d: h.histogram_lane_private(d, np.zeros(h.BINS, np.int32)),
+                      TypeError, "out has dtype int32"),
+    "bad out size": (lambda d: h.histogram_shared_atomics(d, np.zeros(256, np.int64)),
+                     ValueError, "out has shape (256,), expected (128,)"),
+    "device out, host data": (lambda d: h.histogram_global_atomics(
+        d, cuda.device_array(h.BINS, np.int64)), ValueError, "on the host or all on the device"),
+    "too many threads": (lambda d: h.histogram_lane_private(d, threads=2048), ValueError,
+                         "at most 1024"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD_CALLS))
+def test_bad_input_is_refused_clearly(case, rng):
+    call, error, words = BAD_CALLS[case]
+    with pytest.raises(error, match=re.escape(words)):
+        call(rng.integers(0, 256, 100, dtype=np.uint8))
+
+
+def test_compiles_to_ptx():
+    assert_compiles("histogram")
+
+
+# ------------------------------------------------------------------ exercises
+
+SOLUTIONS = {
+    "histogram_256": solutions.histogram_256,
+    "word_length_histogram": solutions.word_length_histogram,
+    "positions_of": solutions.positions_of,
+}
+PLANTED_BUGS = {
+    # only the 128 ASCII bins counted: the last bins stay empty
+    "histogram_256": lambda data: np.bincount(data[data < 128], minlength=256),
+    # letters only lower case: "Hamlet" becomes a 5-letter word
+    "word_length_histogram": lambda data: checks.histogram.word_lengths_reference(
+        np.where((data >= 65) & (data <= 90), 32, data).astype(np.uint8)),
+    # the last byte is never looked at
+    "positions_of": lambda data, value: np.flatnonzero(data[:-1] == value),
+}
+
+
+@pytest.mark.parametrize("exercise", sorted(SOLUTIONS))
+def test_solution_passes_its_checker(exercise):
+    report = getattr(checks, exercise)(SOLUTIONS[exercise])
+    assert report.passed, str(report)
+
+
+@pytest.mark.parametrize("exercise", sorted(PLANTED_BUGS))
+def test_planted_bug_fails_its_checker(exercise):
+    report = getattr(checks, exercise)(PLANTED_BUGS[exercise])
+    assert not report.passed and "FAIL" in str(report)
+
+
+def test_checker_reports_a_crash_in_plain_words():
+    def crashes(data):
+        raise IndexError("index 128 is out of bounds")
+    report = checks.histogram_256(crashes)
+    assert not report.passed and "your code raised IndexError" in str(report)
+
+
+# ------------------------------------------------------------------ on a GPU
+
+
+@pytest.mark.gpu
+def test_full_size_text_on_gpu():
+    from kernels import size, text
+    data = text.shakespeare().data[:size("histogram_text")]
+    expected = h.histogram_reference(data)
+    d = cuda.to_device(data)
+    for name, fn in ALL.items():
+        for _ in range(3):  # races would show as differing counts
+            check(fn(d), expected, name=name)
+
+
+@pytest.mark.gpu
+def test_large_random_and_odd_sizes_on_gpu(rng):
+    for n in (1, 3, 5, 1 << 20, 10_000_019):
+        data = rng.integers(0, 256, n, dtype=np.uint8)
+        d = cuda.to_device(data)
+        for name, fn in ALL.items():
+            check(fn(d), h.histogram_reference(data), name=f"{name}, {n} bytes")
