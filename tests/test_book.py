@@ -6,7 +6,7 @@ import pytest
 
 pytestmark = pytest.mark.book
 
-CHAPTERS = ["intro", "setup", "gridstride"]
+CHAPTERS = ["intro", "setup", "gridstride", "cooperative"]
 
 
 def test_every_chapter_built(built_book):
