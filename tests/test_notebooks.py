@@ -8,7 +8,10 @@ import json
 import os
 import pathlib
 import re
+import shutil
+import subprocess
 import sys
+import zipfile
 
 import pytest
 
@@ -287,10 +290,37 @@ def test_notebook_runs_top_to_bottom(executed, name):
     ok, log = results[ROOT / f"{name}.ipynb"]
     assert ok, f"{name}.ipynb failed:\n{log[-4000:]}"
     nb = json.loads((out / f"{pathlib.Path(name).name}.ipynb").read_text())
-    setup = "".join(o.get("text", "") for o in nb["cells"][0]["outputs"])
+    setup = "".join("".join(o.get("text", "")) for o in nb["cells"][0]["outputs"])
     assert "already installed" in setup and "Installing" not in setup, setup
     if kernels.SIMULATOR:
         assert "No GPU here (NUMBA_ENABLE_CUDASIM is set)" in setup
         assert "Runtime > Change runtime type > T4 GPU" in setup
     else:
         assert "No GPU here" not in setup and "GPU" in setup
+
+
+@pytest.mark.xfail(reason="harness reads the recordings from the repository checkout "
+                   "(book/_data/bench), which a pip-installed package lacks: on a Colab "
+                   "runtime without a GPU every timing cell fails (issue 8 report)",
+                   strict=False)
+def test_installed_package_finds_the_recordings(tmp_path):
+    """Colab pip-installs `kernels` from the repository; the simulator fallback plots
+    the recorded timings, so they must come with the installed package."""
+    src = tmp_path / "src"
+    shutil.copytree(ROOT / "kernels", src / "kernels",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy2(ROOT / "pyproject.toml", src)
+    build = subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation",
+         "-w", str(tmp_path / "wheel"), str(src)], capture_output=True, text=True)
+    assert build.returncode == 0, build.stderr[-3000:]
+    wheel = next((tmp_path / "wheel").glob("*.whl"))
+    zipfile.ZipFile(wheel).extractall(tmp_path / "site")
+    probe = ("import sys; sys.meta_path[:] = [f for f in sys.meta_path "
+             "if 'editable' not in repr(f)]\n"  # not this checkout's editable install
+             "from kernels import harness\n"
+             "print(harness.recorded('gridstride.vector_add').caption)")
+    run = subprocess.run([sys.executable, "-c", probe], cwd=tmp_path, capture_output=True,
+                         text=True, env=dict(os.environ, NUMBA_ENABLE_CUDASIM="1",
+                                             PYTHONPATH=str(tmp_path / "site")))
+    assert run.returncode == 0, run.stderr[-3000:]

@@ -163,7 +163,8 @@ ADMONITIONS = {"note", "tip", "hint", "important", "warning", "caution", "attent
                "epigraph", "pull-quote", "rubric"}
 CONTAINERS = {"tab-set", "grid", "div", "container", "only", "card-carousel"}
 TITLED_CONTAINERS = {"tab-item", "card", "grid-item", "grid-item-card"}
-DROPPED = {"toctree", "tableofcontents", "contents", "index"}
+DROPPED = {"toctree", "tableofcontents", "contents", "index",
+           "nb-exec-table"}  # the build's execution table (status page): no notebook form
 CODE_DIRECTIVES = {"code-block", "code", "sourcecode"}
 GLUE_DIRECTIVES = {"glue", "glue:", "glue:any", "glue:md", "glue:math", "glue:figure"}
 CODE_ROLES = {"code", "samp", "file", "envvar", "command", "program", "option", "func", "meth",
@@ -584,7 +585,8 @@ def execute_all(paths, out_dir, workers=None, timeout=600):
         proc = subprocess.run(
             [sys.executable, __file__, "--execute", str(path), "--out", str(out_dir),
              "--timeout", str(timeout)], capture_output=True, text=True)
-        return path, (proc.returncode == 0, proc.stdout + proc.stderr)
+        log = re.sub(r"\x1b\[[0-9;]*m", "", proc.stdout + proc.stderr)  # no colour codes
+        return path, (proc.returncode == 0, log)
 
     with concurrent.futures.ThreadPoolExecutor(workers or os.cpu_count() or 2) as pool:
         return dict(pool.map(one, paths))

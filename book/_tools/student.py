@@ -5,8 +5,8 @@
 
 writes a complete source tree to OUT/src (the book's sources with every {solution}
 block and every code cell that uses ``kernels.solutions`` removed, the `kernels`
-package without its solution modules, and the notebooks generated from those
-sources), then builds its HTML into OUT/_build/html, every chapter executed.
+package, and the notebooks generated from those sources), then builds its HTML into
+OUT/_build/html, every chapter executed.
 Exercises, checker cells and everything else stay. Push OUT/src to a repository (or
 branch) of its own and pass its URL and branch: the notebooks' first cell and the
 book's Colab buttons then point there, not at the instructors' repository.
@@ -32,15 +32,20 @@ USES_SOLUTIONS = re.compile(r"\bkernels\.solutions\b|\bfrom kernels import[^\n]*
 
 def strip(text):
     """MyST text without {solution} blocks and code cells that use kernels.solutions."""
-    kept = []
+    kept, dropped = [], False
     for block in myst.split(text):
-        if isinstance(block, str) or block.name is None:
-            kept.append(block if isinstance(block, str) else block.raw)
-        elif block.name == "solution":
+        if isinstance(block, str):
+            if dropped:  # the blank line before the dropped block already separates
+                block = block.lstrip("\n")
+                if not block:
+                    continue
+            kept.append(block)
+        elif block.name == "solution" or (block.name == "code-cell" and USES_SOLUTIONS.search(
+                "\n".join(block.body))):
+            dropped = True
             continue
-        elif block.name == "code-cell":
-            if not USES_SOLUTIONS.search("\n".join(block.body)):
-                kept.append(block.raw)
+        elif block.name is None or block.name == "code-cell":
+            kept.append(block.raw)
         else:
             _, content = block.options_and_content()
             inner = strip(content)
@@ -51,11 +56,12 @@ def strip(text):
                 indented = "\n".join(block.indent + ln if ln else ln for ln in body.split("\n"))
                 kept.append(f"{block.indent}{block.fence}{block.info}\n{indented}\n"
                             f"{block.indent}{block.fence}")
-    return re.sub(r"\n{3,}", "\n\n", "\n".join(kept))
+        dropped = False
+    return "\n".join(kept)
 
 
 def copy_sources(root, src, repository=None, branch=None):
-    """The student source tree at `src`: stripped chapters, package without solutions."""
+    """The student source tree at `src`: the chapters without solutions, the package."""
     if src.exists():
         shutil.rmtree(src)
     src.mkdir(parents=True)
@@ -71,11 +77,9 @@ def copy_sources(root, src, repository=None, branch=None):
     junk = shutil.ignore_patterns("__pycache__", "*.pyc", ".ipynb_checkpoints")
     shutil.copytree(root / "book", src / "book",
                     ignore=lambda d, names: set(junk(d, names)) | {
-                        n for n in names if n.endswith(".ipynb") or n == "_tools"})
-    shutil.copytree(root / "kernels", src / "kernels",
-                    ignore=lambda d, names: set(junk(d, names)) | (
-                        {n for n in names if n != "__init__.py"}
-                        if pathlib.Path(d).name == "solutions" else set()))
+                        n for n in names if n.endswith(".ipynb")})
+    # the package whole: benchmarks and tests use kernels.solutions (see the README)
+    shutil.copytree(root / "kernels", src / "kernels", ignore=junk)
     for md in (src / "book").rglob("*.md"):
         md.write_text(strip(md.read_text()))
 
@@ -88,7 +92,7 @@ def build(out, repository=None, branch=None, html=True):
     for path, text in notebooks.generated(src).items():
         path.write_text(text)
     if html:
-        # chapters import the student copy of `kernels`, which has no solutions
+        # chapters import the student tree's copy of `kernels`
         env = dict(os.environ, PYTHONPATH=os.pathsep.join(
             [str(src)] + [p for p in [os.environ.get("PYTHONPATH")] if p]))
         jb = pathlib.Path(sys.executable).parent / "jupyter-book"
