@@ -209,3 +209,32 @@ def timeline():
                            "int32, ms after a start event on the legacy default stream "
                            "(recording each event costs the host about 13 us)",
             "params": {"n": n, "timelines": [list(t) for t in TIMELINES]}, "rows": rows}
+
+
+@benchmark(st.copy_in_numba, st.copy_out_numba, st.copy_in_driver, st.copy_out_driver,
+           gridstride.vector_add_gridstride_kernel)
+def host_costs():
+    n = size("streams_pipeline")
+    p = st.Pipeline(n, DTYPE, 16)
+    d_a, d_b, d_out = p.device[0]
+    s, blocks = p.streams[0], p.blocks[0]
+    lo, hi = p.bounds[0]
+    host = _pinned(_inputs(hi - lo)[0])
+    event = cuda.event()
+    calls = {
+        "copy_in_numba (copy_to_device)": lambda: st.copy_in_numba(d_a, host, s),
+        "copy_in_driver": lambda: st.copy_in_driver(d_a, host, s),
+        "kernel launch": lambda: gridstride.vector_add_gridstride_kernel[
+            blocks, p.threads, s](d_a, d_b, d_out),
+        "copy_out_numba (copy_to_host)": lambda: st.copy_out_numba(d_out, host, s),
+        "copy_out_driver": lambda: st.copy_out_driver(d_out, host, s),
+        "event record": lambda: event.record(s),
+    }
+    rows = []
+    for name, call in calls.items():
+        t = harness.time_cpu(call, repeats=50, warmup=3)
+        cuda.synchronize()
+        rows.append(row(name, "kernel", t, host_us=t.ms * 1e3))
+    return {"description": f"host time of one call that queues work on a stream (one "
+                           f"chunk of 16: {hi - lo:,} int32, pinned), median of 50",
+            "params": {"elements": hi - lo}, "rows": rows}
