@@ -3,8 +3,9 @@ PYTHON ?= python3
 VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
+CHROMIUM := /usr/bin/chromium
 
-.PHONY: book test bench lock clean
+.PHONY: book test bench publish lock clean
 
 $(STAMP): requirements.txt pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -17,11 +18,21 @@ book: $(STAMP)  ## build the HTML book, every chapter executed (simulator withou
 	$(VENV)/bin/jupyter-book build . --warningiserror --keep-going
 	@echo "The book is at file://$(CURDIR)/_build/html/index.html"
 
-test: $(STAMP)  ## the test suite (what .ci/run runs)
+test: $(STAMP) $(CHROMIUM)  ## the test suite (what .ci/run runs)
 	$(PY) -m pytest
+
+# Debian's Chromium drives the browser tests of the built site (tests/test_site.py).
+# CI runs as root on Debian; elsewhere apt-get runs through sudo.
+$(CHROMIUM):
+	$(if $(filter 0,$(shell id -u)),,sudo) apt-get update -qq
+	$(if $(filter 0,$(shell id -u)),,sudo) env DEBIAN_FRONTEND=noninteractive \
+	  apt-get install -y -qq --no-install-recommends chromium fonts-liberation
 
 bench: $(STAMP)  ## run every benchmark on a GPU and record it under book/_data/bench/
 	$(PY) -m kernels bench
+
+publish: book  ## push _build/html to the gh-pages branch (GitHub Pages), by hand
+	$(VENV)/bin/ghp-import --no-jekyll --push --force _build/html
 
 lock:  ## re-resolve requirements.in into the pinned requirements.txt
 	rm -rf /tmp/lock-venv && $(PYTHON) -m venv /tmp/lock-venv

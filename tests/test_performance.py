@@ -1,0 +1,146 @@
+"""The performance summary (kernels/performance.py) on made-up recordings."""
+
+import json
+
+import matplotlib.pyplot as plt
+import pytest
+
+from kernels import harness, performance
+
+H100 = {"name": "NVIDIA H100 80GB HBM3", "compute_capability": [9, 0], "sm_count": 132,
+        "simulator": False, "l2_bytes": 52428800}
+LIMITS = {"copy_gbps": 3000.0, "h2d_gbps": 50.0, "d2h_gbps": 48.0, "note": "made up"}
+
+
+def timed(ms, **fields):
+    return {"time_ms": {"median": ms, "p10": ms, "p90": ms, "min": ms, "repeats": 5}, **fields}
+
+
+def kernel(name, ms, **fields):
+    return {"name": name, "kind": "kernel", **timed(ms, **fields)}
+
+
+def peer(name, ms, **fields):
+    return {"name": name, "kind": "peer", **timed(ms, **fields)}
+
+
+ROWS = {
+    "add": [kernel("add_plain", 0.2, gbps=1500.0), kernel("add_gridstride", 0.1, gbps=2700.0,
+                                                          blocks=1056),
+            peer("numpy.add (CPU)", 20.0, gbps=12.0), peer("cupy.add", 0.11, gbps=2500.0)],
+    "mm": [kernel("mm_naive", 10.0, tflops=2.0), kernel("mm_tiled", 4.0, tflops=5.0),
+           peer("numpy.matmul (CPU)", 500.0, tflops=0.1),
+           peer("cupy.matmul (cuBLAS)", 0.5, tflops=40.0)],
+    "copy": [kernel("pipelined", 10.0, gbps=45.0, chunks=4),
+             {"name": "copy in, whole", "kind": "limit", **timed(9.0, gbps=50.0)},
+             {"name": "floor", "kind": "limit", "floor_ms": 8.0}],
+    "contention": [kernel("one_counter", 3.0, counters=1), kernel("many", 0.5, counters=64),
+                   {"name": "racy", "kind": "kernel", "wrong": 17}],
+}
+
+
+def source_of_fake():
+    pass
+
+
+@pytest.fixture(autouse=True)
+def close_figures():
+    yield
+    plt.close("all")
+
+
+@pytest.fixture
+def bench_dir(tmp_path, monkeypatch):
+    """A recordings folder and fake benchmarks "matmul.<name>" for every ROWS entry."""
+    monkeypatch.setattr(harness, "BENCH_DIR", tmp_path)
+    harness.load_benchmarks()
+    for name in ROWS:
+        key = f"matmul.fake_{name}"
+        monkeypatch.setitem(harness.BENCHMARKS, key,
+                            harness.Benchmark(key, source_of_fake, (source_of_fake,)))
+    return tmp_path
+
+
+def record(bench_dir, names, device=H100, stale=(), date="2026-11-21T13:00:00+00:00"):
+    current = harness.source_hash(source_of_fake)
+    data = {"schema": 1, "device": device, "numba_cuda": "0.30.4", "numpy": "2.4.0",
+            "python": "3.11.7", "driver": "13.0", "limits": LIMITS, "benchmarks": {
+                f"matmul.fake_{n}": {"description": f"made-up {n}", "params": {},
+                                     "rows": ROWS[n], "date": date,
+                                     "source_hash": "0" * 12 if n in stale else current}
+                for n in names}}
+    (bench_dir / f"{harness.slug(device['name'])}.json").write_text(json.dumps(data))
+
+
+def lines_by_name(summary):
+    return {ln.key.removeprefix("matmul.fake_"): ln for ln in summary.lines}
+
+
+def test_memory_bound_best_version_against_peer_and_copy_bandwidth(bench_dir):
+    record(bench_dir, ["add"])
+    ln = lines_by_name(performance.summary())["add"]
+    assert ln.metric == "gbps" and ln.best["name"] == "add_gridstride"
+    assert ln.peer["name"] == "cupy.add"
+    assert ln.limit == ("device copy (measured)", 3000.0)
+    assert ln.speedup == pytest.approx(2700 / 2500) and ln.of_limit == pytest.approx(0.9)
+    assert "add_gridstride (blocks=1056)" in performance.table([ln])
+
+
+def test_tflops_limit_is_the_cublas_peer(bench_dir):
+    record(bench_dir, ["mm"])
+    ln = lines_by_name(performance.summary())["mm"]
+    assert ln.metric == "tflops" and ln.best["name"] == "mm_tiled"
+    assert ln.limit == ("cupy.matmul (cuBLAS)", 40.0) and ln.of_limit == pytest.approx(0.125)
+    assert ln.speedup == pytest.approx(5 / 40)
+
+
+def test_a_limit_row_wins_over_the_device_copy(bench_dir):
+    record(bench_dir, ["copy"])
+    ln = lines_by_name(performance.summary())["copy"]
+    assert ln.limit == ("copy in, whole", 50.0) and ln.peer is None and ln.speedup is None
+    assert "90% of copy in, whole" in performance.table([ln])
+
+
+def test_times_only_benchmark_is_a_behaviour_not_a_throughput(bench_dir):
+    record(bench_dir, ["contention", "add"])
+    summary = performance.summary()
+    ln = lines_by_name(summary)["contention"]
+    assert ln.metric is None and ln.best["name"] == "many" and ln.limit is None
+    assert "fake_contention" not in performance.table(summary.lines)
+    assert "made-up contention" in performance.behaviours(summary.lines)
+    assert len(performance.figures(summary.lines)) == 1  # the throughput one only
+
+
+def test_stale_recording_is_flagged_in_table_and_figure(bench_dir):
+    record(bench_dir, ["add", "mm"], stale=("mm",))
+    summary = performance.summary()
+    assert lines_by_name(summary)["mm"].result.stale
+    table = performance.table(summary.lines)
+    assert "`matmul.fake_mm` **STALE**" in table and "`matmul.fake_add` **STALE**" not in table
+    (fig,) = performance.figures(summary.lines)
+    texts = [t.get_text() for t in fig.texts]
+    assert any("STALE" in t and "matmul.fake_mm" in t for t in texts)
+
+
+def test_every_figure_names_device_driver_numba_cuda_and_date(bench_dir):
+    record(bench_dir, ["add"])
+    record(bench_dir, ["mm"], device={**H100, "name": "Tesla T4"},
+           date="2026-11-22T09:00:00+00:00")
+    figs = performance.figures(performance.summary().lines)
+    assert len(figs) == 2
+    captions = sorted(t.get_text() for f in figs for t in f.texts if "driver" in t.get_text())
+    assert captions == ["NVIDIA H100 80GB HBM3, driver 13.0, numba-cuda 0.30.4, recorded 2026-11-21",
+                        "Tesla T4, driver 13.0, numba-cuda 0.30.4, recorded 2026-11-22"]
+
+
+def test_nothing_recorded_is_said_not_crashed(bench_dir):
+    summary = performance.summary()
+    assert summary.lines == [] and "matmul.fake_add" in summary.unrecorded
+    assert performance.table([]) == "*No throughput benchmark recorded yet.*"
+    assert performance.behaviours([]) == "*None recorded yet.*"
+    assert performance.figures([]) == []
+
+
+def test_topics_without_benchmarks_are_listed(bench_dir, monkeypatch):
+    monkeypatch.setattr(harness, "TOPICS", harness.TOPICS + ("tensorcores",))
+    assert "tensorcores" in performance.summary().no_benchmarks

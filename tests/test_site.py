@@ -1,0 +1,245 @@
+"""The built site as a reader sees it, in headless Chromium (tests/browser.py).
+
+Against the book built once per session (conftest's ``built_book``), served on
+localhost: every page of _toc.yml loads without console errors, its images load
+and are not empty, no cell output holds a Python traceback, each notebook page's
+Colab button opens a generated notebook that exists, exercise solutions start
+collapsed, and the navigation reaches every page. Screenshots of two pages are
+saved to _build/site-test/. Every internal link of the built HTML must resolve;
+external links are checked when a network is there and skipped with a note if not.
+"""
+
+import concurrent.futures
+import functools
+import http.server
+import json
+import pathlib
+import socket
+import sys
+import threading
+import urllib.parse
+
+import pytest
+import requests
+from bs4 import BeautifulSoup
+from PIL import Image
+
+from browser import Browser, find_chromium
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "book" / "_tools"))
+import notebooks  # noqa: E402  (the one reader of _toc.yml and _config.yml's repository)
+
+pytestmark = pytest.mark.book
+
+PAGES = notebooks.toc_files(ROOT)            # e.g. "book/intro", "book/setup", ...
+NOTEBOOK_PAGES = notebooks.chapters(ROOT)    # the pages with a Colab button
+OWNER, REPO, BRANCH = notebooks.book_settings(ROOT)
+COLAB_PREFIX = f"{notebooks.COLAB}/{OWNER}/{REPO}/blob/{BRANCH}/"
+REPOSITORY = f"https://github.com/{OWNER}/{REPO}"
+ARTIFACTS = ROOT / "_build" / "site-test"
+SCREENSHOTS = ("book/intro", "book/performance")
+TRACEBACK = "Traceback (most recent call last)"
+
+
+class _QuietHandler(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture(scope="module")
+def server(built_book):
+    """The built HTML on http://127.0.0.1:<port>, as a static host serves it."""
+    httpd = http.server.ThreadingHTTPServer(
+        ("127.0.0.1", 0), functools.partial(_QuietHandler, directory=str(built_book)))
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{httpd.server_port}"
+    httpd.shutdown()
+    httpd.server_close()
+
+
+@pytest.fixture(scope="module")
+def site(server, tmp_path_factory):
+    """Every toc page visited once in Chromium: {page: facts}, plus "/" (the front door)."""
+    executable = find_chromium()
+    if executable is None:
+        pytest.fail("no Chromium found: `make test` installs Debian's chromium "
+                    "(apt-get); or point $CHROMIUM at a Chromium or Chrome binary")
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    browser = Browser(executable, tmp_path_factory.mktemp("chromium-profile"))
+    try:
+        facts = {"/": browser.visit(server + "/", settle=1.0)}
+        facts["/"]["landed"] = browser.evaluate("location.pathname")
+        for name in PAGES:
+            facts[name] = browser.visit(f"{server}/{name}.html")
+            if name in SCREENSHOTS:
+                browser.screenshot(ARTIFACTS / f"{name.rsplit('/', 1)[-1]}.png")
+    finally:
+        browser.close()
+    return facts
+
+
+def _errors(facts):
+    # /favicon.ico is the browser's own request, not the page's: a static host has none.
+    return [e for e in facts["console_errors"] if "/favicon.ico" not in e]
+
+
+def _page_of(url, server):
+    """'book/setup' from http://127.0.0.1:port/book/setup.html."""
+    path = urllib.parse.urlsplit(url).path
+    return path[len(urllib.parse.urlsplit(server).path) + 1:].removesuffix(".html")
+
+
+# ------------------------------------------------------------------ in the browser
+
+
+@pytest.mark.parametrize("name", PAGES)
+def test_page_loads_without_console_errors(site, name):
+    errors = _errors(site[name])
+    assert not errors, f"{name}: the browser console shows errors:\n" + "\n".join(errors)
+
+
+@pytest.mark.parametrize("name", PAGES)
+def test_every_image_loads_and_is_not_empty(site, server, built_book, name):
+    for img in site[name]["images"]:
+        assert img["complete"] and img["width"] > 0 and img["height"] > 0, \
+            f"{name}: image {img['src']} did not load (broken or empty)"
+        if img["src"].startswith(server):
+            file = built_book / urllib.parse.unquote(urllib.parse.urlsplit(img["src"]).path)[1:]
+            assert file.stat().st_size > 0, f"{name}: {file} is empty"
+
+
+@pytest.mark.parametrize("name", PAGES)
+def test_no_cell_output_holds_a_traceback(site, name):
+    bad = [o["text"][:800] for o in site[name]["outputs"]
+           if o["traceback"] or TRACEBACK in o["text"]]
+    assert not bad, f"{name}: a cell output shows a Python traceback:\n" + "\n---\n".join(bad)
+
+
+@pytest.mark.parametrize("name", PAGES)
+def test_colab_button_opens_a_generated_notebook(site, name):
+    links = set(site[name]["colab"])
+    if name not in NOTEBOOK_PAGES:
+        assert not links, f"{name} is not a notebook, yet has a Colab button: {links}"
+        return
+    assert links == {COLAB_PREFIX + f"{name}.ipynb"}, (
+        f"{name}: the Colab button opens {links}, not the generated {name}.ipynb (an .ipynb "
+        "opens only when it sits beside the .md: run `make notebooks`)")
+    notebook = json.loads((ROOT / f"{name}.ipynb").read_text())
+    assert notebook["cells"] and notebook["metadata"].get(notebooks.MARKER), \
+        f"{name}.ipynb is not a notebook generated from {name}.md"
+
+
+def test_exercise_solutions_start_collapsed(site):
+    solutions = [(name, s) for name in PAGES for s in site[name]["solutions"]]
+    assert solutions, "no exercise solution on any page: nothing to check"
+    for name, s in solutions:
+        assert s["title_visible"], f"{name}: solution {s['id']} has no visible toggle"
+        assert not s["body_visible"], f"{name}: solution {s['id']} is open on page load"
+
+
+@pytest.mark.parametrize("name", PAGES)
+def test_navigation_reaches_every_page(site, server, name):
+    reached = {_page_of(url, server) for url in site[name]["nav"]}
+    missing = [p for p in PAGES if p not in reached]
+    assert not missing, f"{name}: the navigation does not link to {missing}"
+
+
+def test_front_door_leads_to_the_first_page(site):
+    assert site["/"]["landed"] == f"/{PAGES[0]}.html", site["/"]["landed"]
+    assert not _errors(site["/"]), _errors(site["/"])
+
+
+def test_screenshots_saved(site):
+    for name in SCREENSHOTS:
+        path = ARTIFACTS / f"{name.rsplit('/', 1)[-1]}.png"
+        with Image.open(path) as shot:
+            assert shot.format == "PNG" and shot.width >= 1000 and shot.height >= 600, path
+            # a blank page would have a handful of grey levels, a page of text and plots many
+            assert len(shot.convert("L").getcolors(256)) > 16, path
+
+
+# ---------------------------------------------------------------------------- links
+
+LINK_ATTRS = (("a", "href"), ("img", "src"), ("link", "href"), ("script", "src"))
+
+
+def _html_files(built_book):
+    # _static holds templates and vendored assets, not pages
+    return [p for p in sorted(built_book.rglob("*.html")) if "_static" not in p.parts]
+
+
+def _links(path):
+    soup = BeautifulSoup(path.read_text(errors="replace"), "html.parser")
+    for tag, attr in LINK_ATTRS:
+        for el in soup.find_all(tag):
+            if el.get(attr):
+                yield el[attr]
+
+
+@functools.lru_cache(maxsize=None)
+def _anchors(path):
+    soup = BeautifulSoup(path.read_text(errors="replace"), "html.parser")
+    return {el["id"] for el in soup.find_all(id=True)} | \
+        {el["name"] for el in soup.find_all("a", attrs={"name": True})}
+
+
+def test_internal_links_resolve(built_book):
+    broken, checked = [], 0
+    for page in _html_files(built_book):
+        for link in _links(page):
+            parts = urllib.parse.urlsplit(link)
+            if parts.scheme or parts.netloc or link.startswith(("mailto:", "javascript:")):
+                continue
+            target = (page.parent / urllib.parse.unquote(parts.path)).resolve() \
+                if parts.path else page
+            if target.is_dir():
+                target = target / "index.html"
+            checked += 1
+            where = f"{page.relative_to(built_book)}: {link}"
+            if not target.exists():
+                broken.append(f"{where} (no such file)")
+            elif parts.fragment and target.suffix == ".html" and \
+                    urllib.parse.unquote(parts.fragment) not in _anchors(target):
+                broken.append(f"{where} (no #{parts.fragment} there)")
+    assert checked > 100, f"only {checked} internal links found: is the book built?"
+    assert not broken, f"{len(broken)} broken internal links:\n" + "\n".join(broken[:40])
+
+
+def _network():
+    # GitHub, where the book is published: a package mirror alone is no network
+    try:
+        socket.create_connection(("github.com", 443), timeout=5).close()
+        return True
+    except OSError:
+        return False
+
+
+def _status(url):
+    try:
+        r = requests.head(url, allow_redirects=True, timeout=15)
+        if r.status_code in (403, 405, 501):  # some servers refuse HEAD; ask properly
+            r = requests.get(url, allow_redirects=True, timeout=15, stream=True)
+            r.close()
+        return r.status_code
+    except requests.RequestException as err:
+        return f"{type(err).__name__}: {err}"
+
+
+def test_external_links_resolve(built_book):
+    urls = sorted({link.split("#")[0] for name in PAGES
+                   for link in _links(built_book / f"{name}.html")
+                   if link.startswith(("http://", "https://"))
+                   # The course's own repository and its Colab links exist once it is
+                   # published; test_colab_button_opens_a_generated_notebook checks
+                   # the notebooks they open.
+                   and not link.startswith((REPOSITORY, COLAB_PREFIX))})
+    if not _network():
+        pytest.skip(f"no network here: {len(urls)} external links not checked")
+    with concurrent.futures.ThreadPoolExecutor(8) as pool:
+        statuses = dict(zip(urls, pool.map(_status, urls)))
+    # 429: the server is there and rate-limits us, which says the link is good
+    bad = {u: s for u, s in statuses.items() if not (isinstance(s, int) and (s < 400 or s == 429))}
+    assert not bad, "external links that do not resolve:\n" + "\n".join(
+        f"{u}: {s}" for u, s in bad.items())
