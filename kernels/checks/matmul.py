@@ -1,0 +1,81 @@
+"""Checkers for the matmul chapter's exercises.
+
+choose_tile calls your function; tiled_transpose and tiled_matvec launch your kernel
+themselves, with the launch configuration the exercise states, on shapes that do
+not divide the tile (1 x 1 included).
+"""
+
+import math
+
+import numpy as np
+
+from kernels import SIMULATOR
+from kernels.checks.core import run_cases
+
+__all__ = ["choose_tile", "tiled_transpose", "tiled_matvec"]
+
+TRANSPOSE_TILE = 16
+MATVEC_THREADS = 64
+
+TRANSPOSE_SHAPES = ((1, 1), (15, 17), (33, 20), (16, 48))
+MATVEC_SHAPES = ((1, 1), (17, 33), (70, 130), (5, 200))
+if not SIMULATOR:
+    TRANSPOSE_SHAPES += ((1000, 777), (4096, 2049))
+    MATVEC_SHAPES += ((1000, 3000), (20_000, 1001))
+
+
+def choose_tile(fn):
+    """Check fn(shared_bytes, max_threads) returns the largest power-of-two TILE such
+    that two TILE x TILE float32 tiles fit in shared_bytes and TILE x TILE threads fit
+    in one block."""
+    cases = [
+        ("48 KiB, 1024 threads (a typical default)", (49_152, 1024), 32),
+        ("227 KiB, 1024 threads (an H100 block that opts in)", (232_448, 1024), 32),
+        ("4 KiB, 1024 threads: shared memory decides", (4096, 1024), 16),
+        ("2048 bytes: two 16 x 16 tiles fill it exactly", (2048, 1024), 16),
+        ("2047 bytes: one byte short of that", (2047, 1024), 8),
+        ("48 KiB, 256 threads: the thread limit decides", (49_152, 256), 16),
+        ("48 KiB, 255 threads", (49_152, 255), 8),
+        ("8 bytes: room for two 1 x 1 tiles only", (8, 1024), 1),
+    ]
+    cases = [(d, args, np.int64(tile)) for d, args, tile in cases]
+    return run_cases("choose_tile", cases, lambda args: fn(*args), repeats=1)
+
+
+def tiled_transpose(kernel):
+    """Check kernel[(ceil(cols / 16), ceil(rows / 16)), (16, 16)](a, out) writes
+    out = a.T for a float32 a of shape rows x cols."""
+    rng = np.random.default_rng(71)
+    cases = []
+    for shape in TRANSPOSE_SHAPES:
+        a = rng.standard_normal(shape).astype(np.float32)
+        cases.append((f"a is {shape[0]} x {shape[1]}", a, a.T.copy()))
+
+    def run(a):
+        rows, cols = a.shape
+        out = np.full((cols, rows), np.nan, dtype=np.float32)
+        blocks = (math.ceil(cols / TRANSPOSE_TILE), math.ceil(rows / TRANSPOSE_TILE))
+        kernel[blocks, (TRANSPOSE_TILE, TRANSPOSE_TILE)](a, out)
+        return out
+
+    return run_cases("tiled_transpose", cases, run)
+
+
+def tiled_matvec(kernel):
+    """Check kernel[ceil(m / 64), 64](a, x, y) writes y = a @ x for a float32 m x n
+    matrix a and vector x."""
+    rng = np.random.default_rng(73)
+    cases = []
+    for m, n in MATVEC_SHAPES:
+        a = rng.standard_normal((m, n)).astype(np.float32)
+        x = rng.standard_normal(n).astype(np.float32)
+        cases.append((f"a is {m} x {n}", (a, x), a.astype(np.float64) @ x))
+
+    def run(inputs):
+        a, x = inputs
+        y = np.full(a.shape[0], np.nan, dtype=np.float32)
+        kernel[math.ceil(a.shape[0] / MATVEC_THREADS), MATVEC_THREADS](a, x, y)
+        return y
+
+    # float32 sums of up to 3000 terms of size ~1: a few 1e-5 of rounding at most
+    return run_cases("tiled_matvec", cases, run, rtol=1e-4, atol=1e-3)
