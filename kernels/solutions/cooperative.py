@@ -25,8 +25,8 @@ def normalize_by_max_kernel(x, out, peak):
     grid = cuda.cg.this_grid()
     start = cuda.grid(1)
     stride = cuda.gridsize(1)
-    # Phase 1: each thread's largest value (from peak's -inf, in x's dtype), then
-    # one atomic per thread.
+    # Phase 1: each thread's largest value, then one atomic per thread. Starting
+    # from peak[0] keeps x's dtype; it is -inf or a partial maximum, never too large.
     largest = peak[0]
     for i in range(start, x.size, stride):
         largest = max(largest, x[i])
