@@ -1,4 +1,7 @@
+import os
 import re
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -191,6 +194,21 @@ def test_checker_passes_solution_and_fails_planted_bug(checker, solution, plante
     bad = checker(planted)
     assert not bad.passed
     assert "FAIL" in str(bad)
+
+
+def test_solution_kernels_compile_for_a_gpu():
+    """The simulator accepts what a GPU compiler refuses (a shared array shape such as
+    (TILE, TILE + 1), computed in the kernel): compile the solutions to PTX as well."""
+    code = ("import sys; from numba import cuda; from kernels.solutions import matmul as s\n"
+            "for kernel, sig in [(s.transpose_tiled_kernel, 'void(float32[:, ::1], "
+            "float32[:, ::1])'), (s.matvec_tiled_kernel, 'void(float32[:, ::1], "
+            "float32[::1], float32[::1])')]:\n"
+            "    cuda.compile_ptx(kernel.py_func, sig, cc=(7, 5))\n"
+            "print('compiled')")
+    env = dict(os.environ, NUMBA_ENABLE_CUDASIM="0")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          env=env, timeout=300)
+    assert proc.returncode == 0 and "compiled" in proc.stdout, proc.stderr[-3000:]
 
 
 def test_checker_reports_exceptions_in_plain_words():

@@ -3,6 +3,7 @@
 from numba import cuda, float32
 
 TILE = 16  # transpose: a TILE x TILE block moves a TILE x TILE tile
+PADDED = TILE + 1  # the shared tile's row length (a shape must be a constant)
 CHUNK = 64  # mat-vec: threads per block, and values of x per shared chunk
 
 
@@ -18,7 +19,7 @@ def choose_tile(shared_bytes, max_threads, itemsize=4):
 @cuda.jit
 def transpose_tiled_kernel(a, out):
     # One spare column: the column reads below then fall in 16 different banks.
-    tile = cuda.shared.array((TILE, TILE + 1), float32)
+    tile = cuda.shared.array((TILE, PADDED), float32)
     tx = cuda.threadIdx.x
     ty = cuda.threadIdx.y
     row = cuda.blockIdx.y * TILE + ty
