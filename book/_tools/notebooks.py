@@ -2,8 +2,9 @@
 
     python book/_tools/notebooks.py            write every notebook (make notebooks)
     python book/_tools/notebooks.py --check    exit 1 if a committed one is out of date
-    python book/_tools/notebooks.py --execute [NOTEBOOK ...] [--out DIR]
-                                               run notebooks top to bottom (nbclient)
+    python book/_tools/notebooks.py --execute [NOTEBOOK ...] [--out DIR] [--plain]
+                                               run notebooks top to bottom (nbclient;
+                                               --plain: without Jupyter)
 
 Every chapter in _toc.yml that is a MyST notebook gets one. The theme's Colab button
 opens book/<chapter>.ipynb on GitHub at the branch set in _config.yml, because an
@@ -148,9 +149,9 @@ GLUE_IMPORT = re.compile(r"^from myst_nb import glue[ \t]*$", re.M)
 GLUE_SHIM = '''\
 def glue(name, value, display=True):
     """Stand-in for myst_nb.glue: the book quotes `name` in its text; here it is shown."""
-    from IPython.display import display as show
-
     if display or not isinstance(value, (int, float, str)):
+        from IPython.display import display as show
+
         show(value)
     else:
         print(f"{name} = {value}")'''
@@ -568,10 +569,8 @@ def execute(path, out_dir, timeout=600):
     import nbformat
 
     nb = nbformat.read(path, as_version=4)
-    work = pathlib.Path(out_dir) / f"{path.stem}-cwd"
-    work.mkdir(parents=True, exist_ok=True)
     client = nbclient.NotebookClient(nb, timeout=timeout, kernel_name="python3",
-                                     resources={"metadata": {"path": str(work)}})
+                                     resources={"metadata": {"path": str(scratch(path, out_dir))}})
     try:
         client.execute()
     finally:
@@ -579,12 +578,47 @@ def execute(path, out_dir, timeout=600):
     return nb
 
 
-def execute_all(paths, out_dir, workers=None, timeout=600):
+def execute_plain(path, out_dir):
+    """Run the notebook's code cells in order in this process, without Jupyter.
+
+    For machines that have no Jupyter (the lent GPU): the code is the notebook's, run
+    in one namespace as a kernel would, and what each cell prints is saved as its
+    output. The cells contain no IPython magics (tests/test_notebooks.py)."""
+    import contextlib
+    import io
+    import json
+
+    nb = json.loads(path.read_text())
+    os.chdir(scratch(path, out_dir))
+    namespace = {"__name__": "__main__"}
+    try:
+        for cell in nb["cells"]:
+            if cell["cell_type"] == "code":
+                printed = io.StringIO()
+                try:
+                    with contextlib.redirect_stdout(printed), contextlib.redirect_stderr(printed):
+                        exec(compile("".join(cell["source"]), f"{path.name} {cell['id']}", "exec"),
+                             namespace)
+                finally:
+                    cell["outputs"] = [{"output_type": "stream", "name": "stdout",
+                                        "text": printed.getvalue()}]
+    finally:
+        (pathlib.Path(out_dir) / path.name).write_text(json.dumps(nb, indent=1))
+
+
+def scratch(path, out_dir):
+    work = pathlib.Path(out_dir).resolve() / f"{path.stem}-cwd"
+    work.mkdir(parents=True, exist_ok=True)
+    return work
+
+
+def execute_all(paths, out_dir, workers=None, timeout=600, plain=False):
     """Run notebooks in parallel, each in its own process; {path: (ok, log)}."""
     def one(path):
         proc = subprocess.run(
             [sys.executable, __file__, "--execute", str(path), "--out", str(out_dir),
-             "--timeout", str(timeout)], capture_output=True, text=True)
+             "--timeout", str(timeout)] + (["--plain"] if plain else []),
+            capture_output=True, text=True)
         log = re.sub(r"\x1b\[[0-9;]*m", "", proc.stdout + proc.stderr)  # no colour codes
         return path, (proc.returncode == 0, log)
 
@@ -602,6 +636,8 @@ def main(argv=None):
     parser.add_argument("--out", type=pathlib.Path, default=pathlib.Path("_build/notebooks"),
                         help="where --execute saves the executed notebooks")
     parser.add_argument("--timeout", type=int, default=600, help="per cell, in seconds")
+    parser.add_argument("--plain", action="store_true",
+                        help="run the code cells without Jupyter (where nbclient is missing)")
     args = parser.parse_args(argv)
     root = args.root.resolve()
     if args.check:
@@ -616,10 +652,13 @@ def main(argv=None):
             root / f"{name}.ipynb" for name in chapters(root)]
         args.out.mkdir(parents=True, exist_ok=True)
         if len(paths) == 1:
-            execute(paths[0], args.out, args.timeout)
+            if args.plain:
+                execute_plain(paths[0], args.out.resolve())
+            else:
+                execute(paths[0], args.out, args.timeout)
             print(f"ran {paths[0].name}: every cell finished")
             return 0
-        results = execute_all(paths, args.out, timeout=args.timeout)
+        results = execute_all(paths, args.out, timeout=args.timeout, plain=args.plain)
         for path, (ok, log) in results.items():
             print(f"{'ok  ' if ok else 'FAIL'} {path.name}" + ("" if ok else f"\n{log[-3000:]}"))
         return 0 if all(ok for ok, _ in results.values()) else 1
