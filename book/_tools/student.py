@@ -84,11 +84,11 @@ def copy_sources(root, src, repository=None, branch=None):
         md.write_text(strip(md.read_text()))
 
 
-def build(out, repository=None, branch=None, html=True):
-    """Write the student edition to out/src (and its HTML to out/_build/html)."""
+def build(out, repository=None, branch=None, html=True, root=ROOT):
+    """Write the student edition of the book at `root` to out/src (HTML: out/_build/html)."""
     out = pathlib.Path(out).resolve()
     src = out / "src"
-    copy_sources(ROOT, src, repository, branch)
+    copy_sources(root, src, repository, branch)
     for path, text in notebooks.generated(src).items():
         path.write_text(text)
     if html:
