@@ -133,6 +133,10 @@ def cooperative_blocks(kernel, args, blocks, threads, needed):
     None, as many as the work needs (`needed`) up to the limit."""
     _, threads = validate.launch(1, threads)
     limit = max_cooperative_blocks(kernel, args, threads)
+    if limit < 1:
+        raise ValueError(f"{kernel.py_func.__name__} cannot run even one block of {threads} "
+                         "threads on an SM (too many registers or too much shared memory "
+                         "per block): use fewer threads per block")
     if blocks is None:
         return min(limit, needed), threads
     blocks, threads = validate.launch(blocks, threads)
