@@ -1,0 +1,105 @@
+"""Benchmarks of the mutex chapter: the lock's cost, the dot products, contention."""
+
+import numpy as np
+from numba import cuda
+
+from kernels import harness, size
+from kernels import mutex as m
+from kernels.gridstride import sm_count
+from kernels.harness import benchmark, row
+
+LOCKED = (m.lock, m.unlock, m.reset_kernel, m.DeviceTotal)
+DOTS = (m.thread_dot, m.block_sum, m.dot_partial, m.dot_partial_kernel, m.BlockPartials,
+        m.dot_mutex, m.dot_mutex_kernel, m.dot_atomic, m.dot_atomic_kernel)
+# (blocks, threads) of each version in the comparison, the best of a sweep on an H200
+# (all within 2 us of each other, but for the mutex): the mutex wants few blocks, as
+# each waits its turn for the lock; the others want every SM full.
+def _dot_launch(name, sms):
+    return {"dot_mutex": (32, 1024)}.get(name, (8 * sms, 256))
+
+
+def _dot_inputs():
+    n = size("dot")
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal(n, dtype=np.float32)
+    b = rng.standard_normal(n, dtype=np.float32)
+    return a, b, cuda.to_device(a), cuda.to_device(b)
+
+
+def _checked(fn, a, b, da, db, **launch):
+    """Run fn once against the reference, then return a reusable into= for timing."""
+    result = fn(da, db, **launch)
+    harness.check(result.value(), m.dot_reference(a, b), name=fn.__name__,
+                  rtol=0, atol=m.dot_tolerance(a, b))
+    return result
+
+
+@benchmark(*LOCKED, m.add_one_mutex, m.add_one_mutex_kernel, m.add_one_atomic,
+           m.add_one_atomic_kernel)
+def lock_cost():
+    sms = sm_count()
+    rows = []
+    for blocks in (sms, 8 * sms, 64 * sms):
+        for fn in (m.add_one_mutex, m.add_one_atomic):
+            counter = fn(blocks, 32)
+            harness.check(counter.value(), blocks * 32, name=fn.__name__)
+            t = harness.time_gpu(lambda: fn(blocks, 32, into=counter), repeats=10)
+            rows.append(row(fn.__name__, "kernel", t, blocks=blocks,
+                            ns_per_block=t.ms * 1e6 / blocks))
+    return {"description": "every thread adds one to a counter: thread 0 of each block "
+                           "adds its block's count under the mutex, or with one atomic add "
+                           "(32 threads per block)",
+            "params": {"threads": 32, "sm_count": sms}, "rows": rows}
+
+
+@benchmark(*LOCKED, *DOTS)
+def dot():
+    a, b, da, db = _dot_inputs()
+    n, sms = a.size, sm_count()
+    moved = 2 * 4 * n
+    rows = []
+    for name, fn in m.VERSIONS.items():
+        blocks, threads = _dot_launch(name, sms)
+        launch = {"blocks": blocks, "threads": threads}
+        into = _checked(fn, a, b, da, db, **launch)
+        t = harness.time_gpu(lambda: fn(da, db, into=into, **launch), cold=True)
+        whole = harness.time_cpu(lambda: fn(da, db, into=into, **launch).value(), repeats=20)
+        rows.append(row(name, "kernel", t, gbps=moved / t.ms / 1e6,
+                        value_ms=whole.ms, **launch))
+    try:
+        import cupy
+    except ImportError:
+        cupy = None
+    if cupy is not None:
+        ca, cb = cupy.asarray(da), cupy.asarray(db)
+        harness.check(float(cupy.dot(ca, cb)), m.dot_reference(a, b), name="cupy.dot",
+                      rtol=0, atol=m.dot_tolerance(a, b))
+        t = harness.time_gpu(lambda: cupy.dot(ca, cb), cold=True)
+        rows.append(row("cupy.dot", "peer", t, gbps=moved / t.ms / 1e6))
+    t = harness.time_cpu(lambda: np.dot(a, b), repeats=10)
+    rows.append(row("numpy.dot (CPU)", "peer", t, gbps=moved / t.ms / 1e6))
+    return {"description": f"a . b of {n:,} float32 ({moved / 1e6:.0f} MB read), L2 flushed "
+                           "before every repeat (cold); value_ms is a whole call that waits "
+                           "for the result on the host",
+            "params": {"n": n, "dtype": "float32", "sm_count": sms, "cold": True},
+            "rows": rows}
+
+
+@benchmark(*LOCKED, *DOTS)
+def contention():
+    a, b, da, db = _dot_inputs()
+    n, sms = a.size, sm_count()
+    threads = m.THREADS
+    sweep = sorted({32, sms, 2 * sms, 4 * sms, 8 * sms, 32 * sms, -(-n // threads)})
+    rows = []
+    for blocks in sweep:
+        for fn in (m.dot_mutex, m.dot_atomic):
+            into = _checked(fn, a, b, da, db, blocks=blocks, threads=threads)
+            t = harness.time_gpu(lambda: fn(da, db, blocks=blocks, threads=threads, into=into),
+                                 cold=True, repeats=5 if blocks > 8 * sms else 20, warmup=1)
+            rows.append(row(fn.__name__, "kernel", t, blocks=blocks,
+                            us_per_block=t.ms * 1e3 / blocks))
+    return {"description": f"a . b of {n:,} float32 with {threads} threads per block, as the "
+                           "number of blocks (and so of lock holders) grows; cold",
+            "params": {"n": n, "threads": threads, "sm_count": sms, "blocks": sweep},
+            "rows": rows}

@@ -1,0 +1,85 @@
+"""Checkers for the mutex chapter's exercises.
+
+Each takes the reader's host function, calls it on random float32 data of sizes that
+do not divide the block size, each call under the time limit. A lock that is never
+released shows as a LockTimeout (the course's bounded spin) or, with an unbounded
+spin, as a time limit exceeded: either way a message, not a frozen notebook.
+"""
+
+import math
+
+import numpy as np
+
+from kernels import SIMULATOR
+from kernels.checks.core import run_cases
+
+__all__ = ["lock_sum_positive", "lock_argmax", "lock_bin_product"]
+
+SIZES = (1, 17, 1001) if SIMULATOR else (1, 17, 1001, 1_000_003)
+EPS32 = float(np.finfo(np.float32).eps)
+
+
+def lock_sum_positive(fn):
+    """Check fn(x) returns the sum of the positive values of a float32 array."""
+    rng = np.random.default_rng(5)
+    cases = []
+    for n in SIZES:
+        x = rng.standard_normal(n).astype(np.float32)
+        cases.append((f"n={n}, mixed signs", x))
+    cases.append(("n=1001, all negative: every block has nothing to add",
+                  -rng.random(1001).astype(np.float32) - 0.5))
+    cases.append(("n=1001, only the first 100 values positive",
+                  np.where(np.arange(1001) < 100, 1.0, -1.0).astype(np.float32)))
+    cases = [(what, x, x[x > 0].astype(np.float64).sum()) for what, x in cases]
+
+    def run(x):
+        return np.float64(fn(x))
+
+    # The sum of positive terms: errors grow at most like sqrt(n) * eps of the total.
+    atol = math.sqrt(max(SIZES)) * EPS32 * max(abs(c[2]) for c in cases)
+    return run_cases("lock_sum_positive", cases, run, rtol=1e-5, atol=atol)
+
+
+def lock_argmax(fn):
+    """Check fn(x) returns (largest value, index of its first occurrence)."""
+    rng = np.random.default_rng(8)
+    cases = []
+    for n in SIZES:
+        cases.append((f"n={n}, distinct values", rng.standard_normal(n).astype(np.float32)))
+    n = SIZES[-1]
+    cases.append((f"n={n}, many ties: values 0..4 (the first 4 must win)",
+                  rng.integers(0, 5, n).astype(np.float32)))
+    cases.append((f"n={n}, all negative", -1 - rng.random(n).astype(np.float32)))
+    last = rng.random(n).astype(np.float32)
+    last[-1] = 2
+    cases.append((f"n={n}, the largest value last", last))
+    cases = [(what, x, np.array([x.max(), np.argmax(x)], np.float64)) for what, x in cases]
+
+    def run(x):
+        value, index = fn(x)
+        return np.array([value, index], np.float64)
+
+    return run_cases("lock_argmax", cases, run, rtol=0, atol=0)
+
+
+def lock_bin_product(fn):
+    """Check fn(keys, values, nbins) returns the product of the values of each bin."""
+    rng = np.random.default_rng(13)
+    shapes = [(1, 1), (17, 7), (1001, 1), (1001, 7), (1001, 64)]
+    if not SIMULATOR:  # one bin is one lock for all: keep its queue short
+        shapes += [(20_001, 1), (100_003, 64), (100_003, 1024)]
+    cases = []
+    for n, nbins in shapes:
+        keys = rng.integers(0, nbins, n).astype(np.int32)
+        values = rng.uniform(0.9, 1.1, n).astype(np.float32)
+        expected = np.ones(nbins)
+        np.multiply.at(expected, keys, values.astype(np.float64))
+        cases.append((f"n={n}, {nbins} bins", (keys, values, nbins), expected))
+
+    def run(inputs):
+        return np.asarray(fn(*inputs), np.float64)
+
+    # A product of k float32 factors is off by about sqrt(k) * eps, relatively.
+    largest = max(n for n, _ in shapes)
+    return run_cases("lock_bin_product", cases, run,
+                     rtol=4 * math.sqrt(largest) * EPS32, atol=0)

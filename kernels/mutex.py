@@ -1,0 +1,454 @@
+"""Mutex locks built from atomics, memory fences, and the dot product.
+
+Versions (VERSIONS maps each name to its host function; all compute a . b):
+    dot_partial     one partial sum per block, summed on the host
+    dot_mutex       each block adds its partial to the total under a mutex
+    dot_atomic      each block adds its partial with one float32 atomic add
+Beside them:
+    add_one_mutex   every thread adds one to a counter; one lock holder per block
+    product_mutex   a product, with the multiply (which has no atomic) under a mutex
+Exhibits (EXHIBITS), the bugs of a popular version, kept to be shown and tested:
+    dot_mutex_tid_plus_one     the tree step adds s_block[tid + 1], not s_block[tid + i]
+    dot_mutex_unzeroed_mutex   the mutex comes from cuda.device_array, never zeroed
+    sum_positive_early_return  a path that returns holding the lock (an exercise)
+
+Every lock here spins a bounded number of times (``max_spins``). A thread that
+gives up sets a flag, and reading the result then raises LockTimeout: a lock that is
+never released gives a clear message instead of a GPU that hangs for ever.
+"""
+
+import contextlib
+import math
+from unittest import mock
+
+import numpy as np
+from numba import cuda, float32
+
+from kernels import SIMULATOR, validate
+from kernels.gridstride import sm_count
+
+MAX_THREADS = 1024  # the shared-memory tree holds one value per thread of a block
+THREADS = 256
+# How many times a thread may find the mutex taken before it gives up. On an H200 one
+# try takes 0.2-0.8 us, so a lock nobody releases is reported within seconds, while
+# the longest honest wait measured (39,063 blocks queueing for one mutex) took 77,689
+# tries. Simulated threads take turns on one core; a few thousand tries cover any
+# honest wait there.
+MAX_SPINS = 10_000 if SIMULATOR else 1 << 22
+
+
+class LockTimeout(RuntimeError):
+    """A thread spun max_spins times without taking a lock."""
+
+
+# ------------------------------------------------------------------ reference
+
+
+def dot_reference(a, b):
+    """a . b in float64, the reference every float32 version is compared with."""
+    return np.dot(a.astype(np.float64), b.astype(np.float64))
+
+
+def dot_tolerance(a, b):
+    """Absolute tolerance for a float32 dot product of a and b, from their size.
+
+    Each float32 addition may round by half a unit in the last place (eps / 2) of
+    the running sum. Rounding errors of a long sum mostly cancel and grow like the
+    square root of the number of additions, so sqrt(n) * eps times the sum of the
+    magnitudes bounds any summation order with a wide margin, while a wrong term
+    (or a lost one) is far larger."""
+    scale = np.abs(a.astype(np.float64) * b.astype(np.float64)).sum()
+    return math.sqrt(a.size) * np.finfo(np.float32).eps * max(scale, np.finfo(np.float32).tiny)
+
+
+def product_reference(x):
+    return np.prod(x.astype(np.float64))
+
+
+# ------------------------------------------------------------- lock and unlock
+
+
+@cuda.jit(device=True)
+def lock(mutex, i, max_spins):
+    """Take lock i of `mutex` (0 = free, 1 = taken); False if still taken after max_spins tries."""
+    spins = 0
+    # compare-and-swap writes 1 only where it finds 0, and returns what it found:
+    # exactly one of the threads racing for a free lock sees 0.
+    while cuda.atomic.cas(mutex, i, 0, 1) != 0:
+        spins += 1
+        if spins >= max_spins:
+            return False
+    # No read of the guarded data may happen before the lock is ours.
+    cuda.threadfence()
+    return True
+
+
+@cuda.jit(device=True)
+def unlock(mutex, i):
+    """Release lock i, after making this thread's writes visible to the whole GPU."""
+    cuda.threadfence()
+    cuda.atomic.exch(mutex, i, 0)
+
+
+# -------------------------------------------------------------------- kernels
+
+
+@cuda.jit
+def reset_kernel(total, start, mutex, failed):
+    # Queued on the GPU like the kernel that follows, so the host never waits.
+    total[0] = start
+    mutex[0] = 0
+    failed[0] = 0
+
+
+@cuda.jit
+def add_one_mutex_kernel(counter, mutex, failed, max_spins):
+    # Every thread adds one. The block counts its ones at a barrier, and thread 0
+    # alone adds the count under the lock: one lock holder per block.
+    ones = cuda.syncthreads_count(1)
+    if cuda.threadIdx.x == 0:
+        if lock(mutex, 0, max_spins):
+            counter[0] += ones  # a plain read-modify-write: safe only under the lock
+            unlock(mutex, 0)
+        else:
+            failed[0] = 1
+
+
+@cuda.jit
+def add_one_atomic_kernel(counter):
+    # The same count with one atomic add per block: the baseline for the lock's cost.
+    ones = cuda.syncthreads_count(1)
+    if cuda.threadIdx.x == 0:
+        cuda.atomic.add(counter, 0, ones)
+
+
+@cuda.jit(device=True)
+def thread_dot(a, b):
+    """This thread's share of a . b, over a grid-stride loop."""
+    acc = float32(0)
+    for i in range(cuda.grid(1), a.size, cuda.gridsize(1)):
+        acc += a[i] * b[i]
+    return acc
+
+
+@cuda.jit(device=True)
+def block_sum(s_block):
+    """Sum s_block[:blockDim.x] (a power of two) into s_block[0], halving each step."""
+    tid = cuda.threadIdx.x
+    i = cuda.blockDim.x // 2
+    while i > 0:
+        if tid < i:
+            s_block[tid] += s_block[tid + i]
+        cuda.syncthreads()
+        i //= 2
+
+
+@cuda.jit
+def dot_partial_kernel(a, b, partials):
+    s_block = cuda.shared.array(MAX_THREADS, float32)
+    tid = cuda.threadIdx.x
+    s_block[tid] = thread_dot(a, b)
+    cuda.syncthreads()
+    block_sum(s_block)
+    if tid == 0:
+        partials[cuda.blockIdx.x] = s_block[0]
+
+
+@cuda.jit
+def dot_mutex_kernel(a, b, total, mutex, failed, max_spins):
+    s_block = cuda.shared.array(MAX_THREADS, float32)
+    tid = cuda.threadIdx.x
+    s_block[tid] = thread_dot(a, b)
+    cuda.syncthreads()
+    block_sum(s_block)
+    if tid == 0:
+        if lock(mutex, 0, max_spins):
+            total[0] += s_block[0]
+            unlock(mutex, 0)
+        else:
+            failed[0] = 1
+
+
+@cuda.jit
+def dot_atomic_kernel(a, b, total):
+    s_block = cuda.shared.array(MAX_THREADS, float32)
+    tid = cuda.threadIdx.x
+    s_block[tid] = thread_dot(a, b)
+    cuda.syncthreads()
+    block_sum(s_block)
+    if tid == 0:
+        cuda.atomic.add(total, 0, s_block[0])
+
+
+@cuda.jit(device=True)
+def block_sum_tid_plus_one(s_block):
+    # The popular version's bug: s_block[tid + 1] where s_block[tid + i] belongs.
+    tid = cuda.threadIdx.x
+    i = cuda.blockDim.x // 2
+    while i > 0:
+        if tid < i:
+            s_block[tid] += s_block[tid + 1]
+        cuda.syncthreads()
+        i //= 2
+
+
+@cuda.jit
+def dot_mutex_tid_plus_one_kernel(a, b, total, mutex, failed, max_spins):
+    s_block = cuda.shared.array(MAX_THREADS, float32)
+    tid = cuda.threadIdx.x
+    s_block[tid] = thread_dot(a, b)
+    cuda.syncthreads()
+    block_sum_tid_plus_one(s_block)
+    if tid == 0:
+        if lock(mutex, 0, max_spins):
+            total[0] += s_block[0]
+            unlock(mutex, 0)
+        else:
+            failed[0] = 1
+
+
+@cuda.jit(device=True)
+def block_product(s_block):
+    """Multiply s_block[:blockDim.x] (a power of two) into s_block[0]."""
+    tid = cuda.threadIdx.x
+    i = cuda.blockDim.x // 2
+    while i > 0:
+        if tid < i:
+            s_block[tid] *= s_block[tid + i]
+        cuda.syncthreads()
+        i //= 2
+
+
+@cuda.jit
+def product_mutex_kernel(x, total, mutex, failed, max_spins):
+    s_block = cuda.shared.array(MAX_THREADS, float32)
+    tid = cuda.threadIdx.x
+    acc = float32(1)
+    for i in range(cuda.grid(1), x.size, cuda.gridsize(1)):
+        acc *= x[i]
+    s_block[tid] = acc
+    cuda.syncthreads()
+    block_product(s_block)
+    if tid == 0:
+        # Any read-modify-write fits between lock and unlock; there is no atomic multiply.
+        if lock(mutex, 0, max_spins):
+            total[0] *= s_block[0]
+            unlock(mutex, 0)
+        else:
+            failed[0] = 1
+
+
+@cuda.jit
+def sum_positive_early_return_kernel(x, total, mutex, failed, max_spins):
+    s_block = cuda.shared.array(MAX_THREADS, float32)
+    tid = cuda.threadIdx.x
+    acc = float32(0)
+    for i in range(cuda.grid(1), x.size, cuda.gridsize(1)):
+        if x[i] > 0:
+            acc += x[i]
+    s_block[tid] = acc
+    cuda.syncthreads()
+    block_sum(s_block)
+    if tid == 0:
+        if not lock(mutex, 0, max_spins):
+            failed[0] = 1
+            return
+        if s_block[0] == 0:
+            return  # nothing to add
+        total[0] += s_block[0]
+        unlock(mutex, 0)
+
+
+# ------------------------------------------------------------ host functions
+
+
+class DeviceTotal:
+    """A total in device memory, the mutex that guards it, and the failure flag.
+
+    Launchers queue their work into one and return it; ``value()`` waits for the GPU
+    and returns the total, or raises LockTimeout if a thread gave up on the lock.
+    Passing the same one to many calls (``into=``) keeps every call asynchronous:
+    allocating device memory can make the host wait for the GPU."""
+
+    def __init__(self, dtype=np.float32):
+        self.dtype = np.dtype(dtype)
+        self.total = cuda.device_array(1, self.dtype)
+        self.mutex = cuda.device_array(1, np.int32)
+        self.failed = cuda.device_array(1, np.int32)
+
+    def reset(self, start=0):
+        """Queue a kernel that sets the total to `start` and frees the lock."""
+        reset_kernel[1, 1](self.total, self.dtype.type(start), self.mutex, self.failed)
+        return self
+
+    def value(self):
+        if self.failed.copy_to_host()[0]:
+            raise LockTimeout(
+                "a thread gave up waiting for the mutex: it found it taken on every "
+                "one of its tries, so the lock was never released (a path that keeps "
+                "it, or a mutex that did not start at 0). Without the bounded spin this "
+                "kernel would have hung the GPU. The total is incomplete.")
+        return self.total.copy_to_host()[0]
+
+
+class BlockPartials:
+    """One partial sum per block in device memory; ``value()`` sums them on the host."""
+
+    def __init__(self, blocks):
+        self.partials = cuda.device_array(blocks, np.float32)
+
+    def value(self):
+        return self.partials.copy_to_host().sum(dtype=np.float32)
+
+
+def _threads(threads):
+    _, threads = validate.launch(1, threads, max_threads=MAX_THREADS)
+    if threads & (threads - 1):
+        raise ValueError(f"threads must be a power of two (the tree halves it), got {threads}")
+    return threads
+
+
+def _max_spins(max_spins):
+    max_spins = MAX_SPINS if max_spins is None else max_spins
+    if isinstance(max_spins, bool) or not isinstance(max_spins, (int, np.integer)):
+        raise TypeError(f"max_spins must be an int, got {type(max_spins).__name__}")
+    if max_spins < 1:
+        raise ValueError(f"max_spins must be at least 1, got {max_spins}")
+    return int(max_spins)
+
+
+def _into(into, dtype):
+    if into is None:
+        return DeviceTotal(dtype)
+    if not isinstance(into, DeviceTotal) or into.dtype != np.dtype(dtype):
+        raise TypeError(f"into must be a DeviceTotal of {np.dtype(dtype).name}, got {into!r}")
+    return into
+
+
+def default_blocks(n, threads):
+    """Four blocks per SM, or fewer if the data needs fewer: at most one per `threads` elements."""
+    return min(4 * sm_count(), math.ceil(n / threads))
+
+
+def _dot_args(a, b, blocks, threads):
+    validate.array("a", a, dtypes=np.float32, ndim=1)
+    validate.array("b", b, dtypes=np.float32, ndim=1)
+    validate.same_shape(a=a, b=b)
+    validate.same_space(a=a, b=b)
+    validate.nonempty("a", a)
+    threads = _threads(threads)
+    blocks = default_blocks(a.size, threads) if blocks is None else blocks
+    blocks, _ = validate.launch(blocks, threads, max_threads=MAX_THREADS)
+    return blocks, threads
+
+
+def dot_partial(a, b, *, blocks=None, threads=THREADS, into=None):
+    """Queue a . b as one partial per block; return a BlockPartials (``.value()``)."""
+    blocks, threads = _dot_args(a, b, blocks, threads)
+    if into is None:
+        into = BlockPartials(blocks)
+    elif not isinstance(into, BlockPartials) or into.partials.size != blocks:
+        raise TypeError(f"into must be a BlockPartials for {blocks} blocks, got {into!r}")
+    dot_partial_kernel[blocks, threads](a, b, into.partials)
+    return into
+
+
+def _dot_locked(kernel, a, b, blocks, threads, max_spins, into):
+    blocks, threads = _dot_args(a, b, blocks, threads)
+    total = _into(into, np.float32).reset()
+    kernel[blocks, threads](a, b, total.total, total.mutex, total.failed, _max_spins(max_spins))
+    return total
+
+
+def dot_mutex(a, b, *, blocks=None, threads=THREADS, max_spins=None, into=None):
+    """Queue a . b with each block's partial added under a mutex; return a DeviceTotal."""
+    return _dot_locked(dot_mutex_kernel, a, b, blocks, threads, max_spins, into)
+
+
+def dot_atomic(a, b, *, blocks=None, threads=THREADS, into=None):
+    """Queue a . b with each block's partial added by a float32 atomic; return a DeviceTotal."""
+    blocks, threads = _dot_args(a, b, blocks, threads)
+    total = _into(into, np.float32).reset()
+    dot_atomic_kernel[blocks, threads](a, b, total.total)
+    return total
+
+
+def dot_mutex_tid_plus_one(a, b, *, blocks=None, threads=THREADS, max_spins=None, into=None):
+    """EXHIBIT: dot_mutex with the popular version's wrong tree step."""
+    return _dot_locked(dot_mutex_tid_plus_one_kernel, a, b, blocks, threads, max_spins, into)
+
+
+def dot_mutex_unzeroed_mutex(a, b, *, blocks=None, threads=THREADS, max_spins=None):
+    """EXHIBIT: dot_mutex with a mutex fresh from cuda.device_array, never zeroed."""
+    blocks, threads = _dot_args(a, b, blocks, threads)
+    total = DeviceTotal(np.float32).reset()
+    total.mutex = cuda.device_array(1, np.int32)  # the bug: holds whatever was there
+    dot_mutex_kernel[blocks, threads](a, b, total.total, total.mutex, total.failed,
+                                      _max_spins(max_spins))
+    return total
+
+
+def add_one_mutex(blocks=10, threads=16, *, max_spins=None, into=None):
+    """Queue the lock demo: every thread adds one, so the count is blocks * threads."""
+    blocks, threads = validate.launch(blocks, threads)
+    counter = _into(into, np.int64).reset()
+    add_one_mutex_kernel[blocks, threads](counter.total, counter.mutex, counter.failed,
+                                          _max_spins(max_spins))
+    return counter
+
+
+def add_one_atomic(blocks=10, threads=16, *, into=None):
+    """Queue the same count with one atomic add per block; return a DeviceTotal."""
+    blocks, threads = validate.launch(blocks, threads)
+    counter = _into(into, np.int64).reset()
+    add_one_atomic_kernel[blocks, threads](counter.total)
+    return counter
+
+
+def _reduce_locked(kernel, x, start, blocks, threads, max_spins, into):
+    validate.array("x", x, dtypes=np.float32, ndim=1)
+    validate.nonempty("x", x)
+    threads = _threads(threads)
+    blocks = default_blocks(x.size, threads) if blocks is None else blocks
+    blocks, _ = validate.launch(blocks, threads, max_threads=MAX_THREADS)
+    total = _into(into, np.float32).reset(start)
+    kernel[blocks, threads](x, total.total, total.mutex, total.failed, _max_spins(max_spins))
+    return total
+
+
+def product_mutex(x, *, blocks=None, threads=THREADS, max_spins=None, into=None):
+    """Queue the product of x's float32 values (an atomic multiply under a lock)."""
+    return _reduce_locked(product_mutex_kernel, x, 1, blocks, threads, max_spins, into)
+
+
+def sum_positive_early_return(x, *, blocks=None, threads=THREADS, max_spins=None, into=None):
+    """EXHIBIT: the sum of x's positive values, with a path that keeps the lock."""
+    return _reduce_locked(sum_positive_early_return_kernel, x, 0, blocks, threads, max_spins,
+                          into)
+
+
+@contextlib.contextmanager
+def stale_device_memory(value):
+    """Within the block, cuda.device_array hands out memory filled with `value`.
+
+    cuda.device_array never clears memory: it holds what its last user left there.
+    A fresh GPU and the simulator often hand out zeros, hiding an un-zeroed mutex;
+    this makes the leftover explicit, so the bug shows every time."""
+    def leftover(shape, dtype=np.float64, *args, **kwargs):
+        return cuda.to_device(np.full(shape, value, dtype=dtype))
+
+    with mock.patch.object(cuda, "device_array", leftover):
+        yield
+
+
+VERSIONS = {
+    "dot_partial": dot_partial,
+    "dot_mutex": dot_mutex,
+    "dot_atomic": dot_atomic,
+}
+
+EXHIBITS = {
+    "dot_mutex_tid_plus_one": dot_mutex_tid_plus_one,
+    "dot_mutex_unzeroed_mutex": dot_mutex_unzeroed_mutex,
+    "sum_positive_early_return": sum_positive_early_return,
+}
