@@ -6,7 +6,7 @@ import pytest
 
 pytestmark = pytest.mark.book
 
-CHAPTERS = ["intro", "setup", "gridstride", "cooperative", "mutex"]
+CHAPTERS = ["intro", "setup", "gridstride", "cooperative", "mutex", "streams"]
 
 
 def test_every_chapter_built(built_book):
