@@ -98,9 +98,11 @@ def numba_cuda_version(root):
 
 SETUP_CELL = '''\
 # Set-up: run this cell first. On a fresh Google Colab runtime it installs what is
-# missing (numba-cuda for Colab's CUDA 12 driver, and the course's `kernels` package
-# from the book's repository); anywhere else it only checks. It downloads nothing else.
+# missing: numba-cuda {numba_cuda}, the version the book is tested with, built for
+# Colab's CUDA 12 driver, and the course's `kernels` package from the book's
+# repository. Anywhere else it only checks. It downloads nothing else.
 import importlib
+import importlib.metadata
 import importlib.util
 import os
 import shutil
@@ -109,14 +111,30 @@ import sys
 
 REPOSITORY = "{repository}"
 BRANCH = "{branch}"
-NEEDED = {{"numba_cuda": "numba-cuda[cu12]=={numba_cuda}",
-          "kernels": f"git+{{REPOSITORY}}@{{BRANCH}}"}}
+NUMBA_CUDA = "{numba_cuda}"
 
-missing = [spec for module, spec in NEEDED.items() if importlib.util.find_spec(module) is None]
+
+def installed_version(distribution):
+    try:
+        return importlib.metadata.version(distribution)
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
+missing = []
+# Colab may come with another numba-cuda (RAPIDS needs one): the book's is wanted
+if installed_version("numba-cuda") != NUMBA_CUDA:
+    missing.append(f"numba-cuda[cu12]=={{NUMBA_CUDA}}")
+if importlib.util.find_spec("kernels") is None:
+    missing.append(f"git+{{REPOSITORY}}@{{BRANCH}}")
 if missing:
     print("Installing", ", ".join(missing), "...")
     subprocess.run([sys.executable, "-m", "pip", "install", "-q", *missing], check=True)
     importlib.invalidate_caches()
+    # numba-cuda takes over `numba.cuda` through a hook that Python runs at start-up
+    # (a .pth file); this kernel started before the install, so run the hook now
+    if importlib.util.find_spec("_numba_cuda_redirector"):
+        import _numba_cuda_redirector  # noqa: F401
 else:
     print("numba-cuda and the course's kernels package are already installed.")
 
