@@ -34,7 +34,8 @@ class Line:
     result: harness.Result
     metric: str | None  # "tflops", "gbps", or None when the rows carry times only
     best: dict | None   # the fastest version's row
-    peer: dict | None   # the fastest peer's row
+    peers: list         # the peers' rows that ran the best version's problem
+    peer: dict | None   # the fastest of them
     limit: tuple | None  # (what, value in the metric's unit)
 
     @property
@@ -80,16 +81,37 @@ def _fastest(rows, metric):
     return min(rows, key=lambda r: r["time_ms"]["median"], default=None)
 
 
-def _limit(result, metric):
+def settings(r):
+    """A row's integer and short text fields: its problem and launch settings (n=4096,
+    blocks=528). Float fields are measurements, not settings."""
+    return {k: v for k, v in r.items()
+            if k not in TIMING_KEYS and k not in METRICS and isinstance(v, (int, str))
+            and not isinstance(v, bool) and len(str(v)) <= 24}
+
+
+def comparable(rows, best):
+    """The rows that ran `best`'s problem: equal in every setting both have (a peer
+    measured at n=4096 for a version at n=4096); all of them if none did."""
+    mine = settings(best) if best is not None else {}
+    same = [r for r in rows if all(v == mine[k] for k, v in settings(r).items() if k in mine)]
+    return same or rows
+
+
+def _limit(result, metric, best):
     # What bounds a version: the benchmark's own "limit" rows and any cuBLAS peer
     # (the vendor's kernel is the practical ceiling); failing those, for GB/s, the
-    # device's measured copy bandwidth.
-    candidates = result.rows("limit") + [r for r in result.rows("peer")
-                                         if "cublas" in r["name"].lower()]
+    # measured host link for a transfer and the device's copy bandwidth otherwise.
+    candidates = comparable(result.rows("limit") + [r for r in result.rows("peer")
+                                                    if "cublas" in r["name"].lower()], best)
     found = _fastest(candidates, metric) if metric else None
     if found is not None:
         return found["name"], found[metric]
     if metric == "gbps":
+        # A transfer (its best row names the direction) is bounded by the host link.
+        said = f"{best['name']} {best.get('direction', '')}".lower()
+        for words, key in (("host to device", "h2d_gbps"), ("device to host", "d2h_gbps")):
+            if words in said:
+                return f"{DEVICE_LIMITS[key]} (measured)", result.limits[key]
         return "device copy (measured)", result.limits["copy_gbps"]
     return None
 
@@ -98,8 +120,9 @@ def line(result):
     """Summarise one benchmark Result."""
     kernels = result.rows("kernel")
     metric = next((m for m in METRICS if any(m in r for r in kernels)), None)
-    return Line(result, metric, _fastest(kernels, metric), _fastest(result.rows("peer"), metric),
-                _limit(result, metric))
+    best = _fastest(kernels, metric)
+    peers = comparable(result.rows("peer"), best)
+    return Line(result, metric, best, peers, _fastest(peers, metric), _limit(result, metric, best))
 
 
 def summary():
@@ -118,8 +141,8 @@ def summary():
 
 
 def label(r):
-    """A row's name with the fields that tell it from its siblings (e.g. blocks=528)."""
-    extra = [f"{k}={v}" for k, v in r.items() if k not in TIMING_KEYS and k not in METRICS]
+    """A row's name with the settings it does not already say (e.g. blocks=528)."""
+    extra = [f"{k}={v}" for k, v in settings(r).items() if str(v) not in r["name"]]
     return r["name"] + (f" ({', '.join(extra)})" if extra else "")
 
 
@@ -178,29 +201,37 @@ def caption(lines):
     return text
 
 
+def _own_limit(ln):
+    """Whether the line's limit is its benchmark's own (a device limit is drawn as a line)."""
+    return ln.limit is not None and not ln.limit[0].endswith("(measured)")
+
+
 def _panel(ax, lines, metric, limits):
     # Log scale: a CPU peer and a GPU limit differ by 100x. Markers, not bars, since a
     # bar on a log axis has no meaningful start.
     y = np.arange(len(lines))[::-1]
     for yy, ln in zip(y, lines):
-        for r in ln.result.rows("peer"):
-            if metric in r:
-                fastest = r is ln.peer
-                ax.plot(ln.value(r), yy, "D", ms=7, mec="tab:orange",
-                        mfc="tab:orange" if fastest else "none")
-                ax.annotate(r["name"], (ln.value(r), yy), xytext=(0, -13),
-                            textcoords="offset points", ha="center", fontsize=7,
+        named = [ln.value(ln.best)]
+        # the fastest peer first, so that it keeps its label when others crowd it
+        for r in sorted((r for r in ln.peers if metric in r), key=lambda r: r is not ln.peer):
+            fastest = r is ln.peer
+            x = ln.value(r)
+            ax.plot(x, yy, "D", ms=7, mec="tab:orange", mfc="tab:orange" if fastest else "none")
+            if fastest or min(abs(np.log10(x / n)) for n in named) > 0.25:
+                named.append(x)
+                ax.annotate(r["name"], (x, yy), xytext=(0, -13), textcoords="offset points",
+                            ha="center", fontsize=7,
                             color="tab:orange" if fastest else "dimgray")
         ax.plot(ln.value(ln.best), yy, "o", color="tab:blue", ms=9)
         ax.annotate(ln.best["name"], (ln.value(ln.best), yy), xytext=(0, 7),
                     textcoords="offset points", ha="center", fontsize=7, color="tab:blue")
-        if ln.limit is not None and ln.limit[0] != "device copy (measured)":
+        if _own_limit(ln):
             ax.plot(ln.limit[1], yy, "k|", ms=20, mew=2)
     handles = [plt.Line2D([], [], ls="none", marker="o", color="tab:blue", label="best version"),
                plt.Line2D([], [], ls="none", marker="D", color="tab:orange", label="fastest peer"),
                plt.Line2D([], [], ls="none", marker="D", mfc="none", mec="tab:orange",
                           label="other peers")]
-    if any(ln.limit is not None and ln.limit[0] != "device copy (measured)" for ln in lines):
+    if any(_own_limit(ln) for ln in lines):
         handles.append(plt.Line2D([], [], ls="none", marker="|", color="k", ms=14, mew=2,
                                   label="its limit (limit row or cuBLAS)"))
     if metric == "gbps":
@@ -208,7 +239,9 @@ def _panel(ax, lines, metric, limits):
             handles.append(ax.axvline(limits[key], color="black", linestyle=style, linewidth=1,
                                       label=f"{name}: {limits[key]:,.0f} GB/s (measured)"))
     ax.set_xscale("log")
-    ax.xaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda v, _: f"{v:,.4g}"))
+    ax.xaxis.set_major_locator(matplotlib.ticker.LogLocator(base=10, subs=(1, 2, 5)))
+    ax.xaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(
+        lambda v, _: f"{v:,.0f}" if v >= 1 else f"{v:g}"))
     ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
     ax.margins(x=0.15)
     ax.set_ylim(-0.7, len(lines) - 0.3)

@@ -37,12 +37,15 @@ FACTS_JS = r"""
       text: o.textContent, traceback: !!o.querySelector(".traceback, .output.error")})),
     colab: [...document.querySelectorAll('a[href*="colab.research.google.com"]')]
       .map((a) => a.href),
-    solutions: [...document.querySelectorAll(".solution")].map((s) => ({
-      id: s.id,
-      title_visible: [...s.children].some((c) => c.matches(".admonition-title, summary, button") && visible(c)),
-      body_visible: [...s.children].some((c) =>
-        !c.matches(".admonition-title, summary, button") && visible(c) && c.textContent.trim() !== ""),
-    })),
+    solutions: [...document.querySelectorAll(".solution")].map((s) => {
+      const title = (c) => c.matches(".admonition-title, summary, button");
+      return {
+        id: s.id,
+        title_visible: [...s.children].some((c) => title(c) && visible(c)),
+        body_visible: [...s.children].some((c) =>
+          !title(c) && visible(c) && c.textContent.trim() !== ""),
+      };
+    }),
     nav: [...document.querySelectorAll("nav.bd-docs-nav a.reference.internal")]
       .map((a) => a.href.split("#")[0]),
   };

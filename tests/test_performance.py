@@ -34,6 +34,13 @@ ROWS = {
     "copy": [kernel("pipelined", 10.0, gbps=45.0, chunks=4),
              {"name": "copy in, whole", "kind": "limit", **timed(9.0, gbps=50.0)},
              {"name": "floor", "kind": "limit", "floor_ms": 8.0}],
+    "sizes": [kernel("mm_tiled", 1.0, tflops=6.0, n=4096),
+              kernel("mm_tiled", 0.1, tflops=3.0, n=512),
+              peer("cupy.matmul (cuBLAS)", 0.4, tflops=45.0, n=4096),
+              peer("cupy.matmul (cuBLAS)", 0.01, tflops=60.0, n=512)],
+    "transfer": [kernel("host to device, pinned", 2.0, gbps=45.0, direction="host to device",
+                        issue_ms=0.05),
+                 kernel("host to device, pageable", 5.0, gbps=18.0, direction="host to device")],
     "contention": [kernel("one_counter", 3.0, counters=1), kernel("many", 0.5, counters=64),
                    {"name": "racy", "kind": "kernel", "wrong": 17}],
 }
@@ -101,6 +108,20 @@ def test_a_limit_row_wins_over_the_device_copy(bench_dir):
     assert "90% of copy in, whole" in performance.table([ln])
 
 
+def test_peers_and_limit_are_taken_at_the_best_versions_problem(bench_dir):
+    record(bench_dir, ["sizes"])
+    ln = lines_by_name(performance.summary())["sizes"]
+    assert ln.best["n"] == 4096 and [r["n"] for r in ln.peers] == [4096]
+    assert ln.peer["tflops"] == 45.0 and ln.limit == ("cupy.matmul (cuBLAS)", 45.0)
+
+
+def test_a_transfer_is_bounded_by_the_host_link(bench_dir):
+    record(bench_dir, ["transfer"])
+    ln = lines_by_name(performance.summary())["transfer"]
+    assert ln.limit == ("host to device (measured)", 50.0) and ln.of_limit == pytest.approx(0.9)
+    assert performance.label(ln.best) == "host to device, pinned"  # no measured floats
+
+
 def test_times_only_benchmark_is_a_behaviour_not_a_throughput(bench_dir):
     record(bench_dir, ["contention", "add"])
     summary = performance.summary()
@@ -129,8 +150,9 @@ def test_every_figure_names_device_driver_numba_cuda_and_date(bench_dir):
     figs = performance.figures(performance.summary().lines)
     assert len(figs) == 2
     captions = sorted(t.get_text() for f in figs for t in f.texts if "driver" in t.get_text())
-    assert captions == ["NVIDIA H100 80GB HBM3, driver 13.0, numba-cuda 0.30.4, recorded 2026-11-21",
-                        "Tesla T4, driver 13.0, numba-cuda 0.30.4, recorded 2026-11-22"]
+    assert captions == [
+        "NVIDIA H100 80GB HBM3, driver 13.0, numba-cuda 0.30.4, recorded 2026-11-21",
+        "Tesla T4, driver 13.0, numba-cuda 0.30.4, recorded 2026-11-22"]
 
 
 def test_nothing_recorded_is_said_not_crashed(bench_dir):
