@@ -61,6 +61,8 @@ def _decide():
 SIMULATOR, REASON = _decide()
 # The course launches tiny grids on purpose (a [1, 1] launch is a debugging tool).
 os.environ.setdefault("NUMBA_CUDA_LOW_OCCUPANCY_WARNINGS", "0")
+# Chapters pass NumPy arrays to kernels on purpose; the copies are part of the lesson.
+os.environ.setdefault("NUMBA_CUDA_WARN_ON_IMPLICIT_COPY", "0")
 
 if SIMULATOR:
     print(
