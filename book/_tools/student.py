@@ -60,7 +60,7 @@ def strip(text):
     return "\n".join(kept)
 
 
-def copy_sources(root, src, repository=None, branch=None):
+def copy_sources(root, src, repository=None, branch=None, execute=True):
     """The student source tree at `src`: the chapters without solutions, the package."""
     if src.exists():
         shutil.rmtree(src)
@@ -71,6 +71,8 @@ def copy_sources(root, src, repository=None, branch=None):
         config["repository"]["url"] = repository
     if branch:
         config["repository"]["branch"] = branch
+    if not execute:
+        config.setdefault("execute", {})["execute_notebooks"] = "off"
     (src / "_config.yml").write_text(yaml.safe_dump(config, sort_keys=False))
     for name in ("_toc.yml", "requirements.txt", "pyproject.toml"):
         shutil.copy2(root / name, src / name)
@@ -84,11 +86,14 @@ def copy_sources(root, src, repository=None, branch=None):
         md.write_text(strip(md.read_text()))
 
 
-def build(out, repository=None, branch=None, html=True, root=ROOT):
-    """Write the student edition of the book at `root` to out/src (HTML: out/_build/html)."""
+def build(out, repository=None, branch=None, html=True, execute=True, root=ROOT):
+    """Write the student edition of the book at `root` to out/src (HTML: out/_build/html).
+
+    execute=False builds the HTML without running the chapters (a quick look at the
+    text; the numbers glued into it are then missing, so warnings are not errors)."""
     out = pathlib.Path(out).resolve()
     src = out / "src"
-    copy_sources(root, src, repository, branch)
+    copy_sources(root, src, repository, branch, execute)
     for path, text in notebooks.generated(src).items():
         path.write_text(text)
     if html:
@@ -96,8 +101,9 @@ def build(out, repository=None, branch=None, html=True, root=ROOT):
         env = dict(os.environ, PYTHONPATH=os.pathsep.join(
             [str(src)] + [p for p in [os.environ.get("PYTHONPATH")] if p]))
         jb = pathlib.Path(sys.executable).parent / "jupyter-book"
-        subprocess.run([str(jb), "build", str(src), "--path-output", str(out),
-                        "--warningiserror", "--keep-going"], check=True, env=env)
+        strict = ["--warningiserror", "--keep-going"] if execute else []
+        subprocess.run([str(jb), "build", str(src), "--path-output", str(out), *strict],
+                       check=True, env=env)
     return src
 
 
