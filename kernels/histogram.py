@@ -109,9 +109,10 @@ def histogram_shared_wide_loads_kernel(words, data, hist):
             c = (w >> (8 * k)) & 0xFF
             if c < BINS:
                 cuda.atomic.add(local, c, 1)
-    tail = 4 * words.size + cuda.grid(1)  # the last size % 4 bytes, one per thread
-    if tail < data.size and data[tail] < BINS:
-        cuda.atomic.add(local, data[tail], 1)
+    # the last size % 4 bytes, not in any word (a loop: the grid may be tiny)
+    for i in range(4 * words.size + cuda.grid(1), data.size, cuda.gridsize(1)):
+        if data[i] < BINS:
+            cuda.atomic.add(local, data[i], 1)
     cuda.syncthreads()
     for b in range(t, BINS, cuda.blockDim.x):
         if local[b] != 0:
@@ -136,9 +137,9 @@ def histogram_lane_private_kernel(words, data, hist):
             c = (w >> (8 * k)) & 0xFF
             if c < BINS:
                 cuda.atomic.add(local, (c, lane), 1)
-    tail = 4 * words.size + cuda.grid(1)
-    if tail < data.size and data[tail] < BINS:
-        cuda.atomic.add(local, (data[tail], lane), 1)
+    for i in range(4 * words.size + cuda.grid(1), data.size, cuda.gridsize(1)):
+        if data[i] < BINS:
+            cuda.atomic.add(local, (data[i], lane), 1)
     cuda.syncthreads()
     for b in range(t, BINS, cuda.blockDim.x):
         total = 0
@@ -155,9 +156,8 @@ def read_only_kernel(words, data, out):
     seen = 0
     for i in range(cuda.grid(1), words.size, cuda.gridsize(1)):
         seen |= words[i]
-    tail = 4 * words.size + cuda.grid(1)
-    if tail < data.size:
-        seen |= data[tail]
+    for i in range(4 * words.size + cuda.grid(1), data.size, cuda.gridsize(1)):
+        seen |= data[i]
     if seen == 0xFFFFFFFF:  # depends on the data, so the loads cannot be skipped
         out[0] = 1
 

@@ -39,8 +39,8 @@ def test_histogram_range_0_128_counts_byte_128_in_the_last_bin():
 
 
 @pytest.mark.parametrize("version", sorted(ALL))
-@pytest.mark.parametrize("n,blocks,threads", [(1, 1, 32), (6, 2, 32), (1_001, 3, 64),
-                                              (4_099, None, 96)])
+@pytest.mark.parametrize("n,blocks,threads", [(1, 1, 32), (7, 1, 1), (6, 2, 32),
+                                              (1_001, 3, 64), (4_099, None, 96)])
 def test_matches_bincount_on_random_bytes(version, n, blocks, threads, rng):
     data = rng.integers(0, 256, n, dtype=np.uint8)  # all 256 values: >= 128 are skipped
     out = np.full(h.BINS, -7, np.int64)  # poisoned: the launcher must clear it
