@@ -102,25 +102,28 @@ def _spin_kernel(microseconds):
 
 
 @cuda.jit
-def _flush_kernel(buf):
-    i = cuda.grid(1)
-    stride = cuda.gridsize(1)
-    while i < buf.size:
-        buf[i] += 1
-        i += stride
+def _flush_kernel(buf, sink):
+    # Reads only: a flush that wrote would leave dirty lines in L2 whose write-back
+    # would then compete with the timed kernel's own traffic.
+    total = 0
+    for i in range(cuda.grid(1), buf.size, cuda.gridsize(1)):
+        total += buf[i]
+    if total != 0:  # never true (buf is zeros), but the loads cannot be dropped
+        sink[0] = total
 
 
-_flush_buffer = None
+_flush_buffers = None
 
 
 def flush_l2():
-    """Evict the L2 cache: read and write a buffer twice its size (queued, not waited)."""
-    global _flush_buffer
-    if _flush_buffer is None:
+    """Evict the L2 cache by reading a buffer twice its size (queued, not waited)."""
+    global _flush_buffers
+    if _flush_buffers is None:
         l2 = getattr(cuda.get_current_device(), "L2_CACHE_SIZE", 0) or 64 << 20
-        _flush_buffer = cuda.device_array(2 * l2 // 4, dtype=np.int32)
-        _flush_buffer[:] = 0
-    _flush_kernel[1024, 256](_flush_buffer)
+        buf = cuda.device_array(2 * l2 // 4, dtype=np.int32)
+        buf[:] = 0
+        _flush_buffers = (buf, cuda.device_array(1, dtype=np.int32))
+    _flush_kernel[1024, 256](*_flush_buffers)
 
 
 def _stats(ms):
