@@ -6,7 +6,7 @@ import pytest
 
 pytestmark = pytest.mark.book
 
-CHAPTERS = ["intro", "setup", "gridstride", "cooperative", "mutex", "streams", "matmul"]
+CHAPTERS = ["intro", "setup", "gridstride", "cooperative", "reduction", "mutex", "streams", "matmul"]
 
 
 def test_every_chapter_built(built_book):

@@ -52,7 +52,7 @@ def sum_int32():
             rows.append(row(name, "kernel", t, gbps=a.nbytes / t.ms / 1e6))
         else:
             rows.append(_timed(name, "kernel", lambda: fn(da, out), a.nbytes))
-    t = harness.time_cpu(lambda: np.sum(a, dtype=np.int64))
+    t = harness.time_cpu(lambda: np.sum(a, dtype=np.int64), repeats=10)
     rows.append(row("numpy.sum (CPU)", "peer", t, gbps=a.nbytes / t.ms / 1e6))
     cupy = _cupy()
     if cupy is not None:
@@ -77,7 +77,7 @@ def minmax_int32():
     harness.check(r.minmax_shared_tree(da, out), r.minmax_reference(a))
     rows = [_timed("minmax_shared_tree", "kernel", lambda: r.minmax_shared_tree(da, out),
                    a.nbytes)]
-    t = harness.time_cpu(lambda: (a.min(), a.max()))
+    t = harness.time_cpu(lambda: (a.min(), a.max()), repeats=10)
     rows.append(row("numpy.min + numpy.max (CPU)", "peer", t, gbps=2 * a.nbytes / t.ms / 1e6))
     cupy = _cupy()
     if cupy is not None:
