@@ -6,7 +6,8 @@ import pytest
 
 pytestmark = pytest.mark.book
 
-CHAPTERS = ["intro", "setup", "gridstride", "cooperative", "reduction", "mutex", "streams", "matmul"]
+CHAPTERS = ["intro", "setup", "gridstride", "cooperative", "reduction", "streams", "mutex", "matmul",
+            "atomics"]
 
 
 def test_every_chapter_built(built_book):
