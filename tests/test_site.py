@@ -172,6 +172,38 @@ def test_screenshots_saved(site):
             assert len(shot.convert("L").getcolors(256)) > 16, path
 
 
+# ------------------------------------------------------------ the summary pages
+
+
+def _soup(built_book, name):
+    return BeautifulSoup((built_book / f"{name}.html").read_text(), "html.parser")
+
+
+def test_status_page_times_every_executed_chapter(built_book):
+    table = _soup(built_book, "book/status").find("table")
+    rows = {tr.find("td").get_text(strip=True): [td.get_text(strip=True) for td in tr("td")]
+            for tr in table("tr") if tr.find("td")}
+    assert set(NOTEBOOK_PAGES) <= set(rows), f"not in the execution table: " \
+        f"{set(NOTEBOOK_PAGES) - set(rows)}"
+    for name, (_, _, method, seconds, status) in rows.items():
+        assert method == "force" and float(seconds) > 0 and status == "\u2705", rows[name]
+
+
+def test_performance_page_shows_every_recording(built_book):
+    from kernels import performance
+
+    summary = performance.summary()
+    article = _soup(built_book, "book/performance").find("article")
+    text = article.get_text(" ")
+    for ln in summary.lines:
+        assert ln.key in text, f"{ln.key} is recorded but not on the performance page"
+        assert (f"{ln.key} STALE" in " ".join(text.split())) == ln.result.stale, ln.key
+    devices = {ln.result.env["device"]["name"] for ln in summary.lines if ln.metric}
+    assert len(article("img")) == len(devices), "one figure per device with GB/s or TFLOP/s"
+    for key in summary.unrecorded:
+        assert key in text, f"{key} is not recorded and the page does not say so"
+
+
 # ---------------------------------------------------------------------------- links
 
 LINK_ATTRS = (("a", "href"), ("img", "src"), ("link", "href"), ("script", "src"))
