@@ -7,7 +7,7 @@ import pytest
 pytestmark = pytest.mark.book
 
 CHAPTERS = ["intro", "setup", "gridstride", "cooperative", "reduction", "streams", "mutex", "matmul",
-            "atomics"]
+            "atomics", "performance", "status"]
 
 
 def test_every_chapter_built(built_book):
