@@ -106,6 +106,27 @@ def test_exercises_become_quotes_and_solutions_collapsed_details(name):
     assert text.count("<details>") == text.count("</details>")
 
 
+def test_setup_cell_installs_the_package_from_the_repository_when_missing(tmp_path):
+    """As on a fresh Colab runtime: `kernels` is not installed (pip is a stand-in here)."""
+    fake_pip = tmp_path / "fake" / "pip"
+    fake_pip.mkdir(parents=True)
+    (fake_pip / "__init__.py").write_text("")
+    (fake_pip / "__main__.py").write_text(
+        "import json, os, sys\nopen(os.environ['PIP_LOG'], 'w').write(json.dumps(sys.argv[1:]))\n")
+    hide_checkout = ("import sys; sys.meta_path[:] = [f for f in sys.meta_path "
+                     "if 'editable' not in repr(f)]\n")  # this checkout's `kernels`
+    run = subprocess.run(
+        [sys.executable, "-c", hide_checkout + source(load("book/setup")["cells"][0])],
+        cwd=tmp_path, capture_output=True, text=True,
+        env=dict(os.environ, PYTHONPATH=str(tmp_path / "fake"), PIP_LOG=str(tmp_path / "log"),
+                 NUMBA_ENABLE_CUDASIM="1"))
+    assert json.loads((tmp_path / "log").read_text()) == [
+        "install", "-q", f"git+https://github.com/{OWNER}/{REPO}@{BRANCH}"]
+    assert "Installing git+" in run.stdout
+    # the stand-in installed nothing, so the cell's last line cannot import it
+    assert "No module named 'kernels'" in run.stderr
+
+
 # ------------------------------------------------------------------ the converter
 
 
