@@ -140,17 +140,21 @@ class Browser:
         self.events = []
         self.send("Page.navigate", url=url)
         self.loop.run_until_complete(self._wait_event("Page.loadEventFired", 60))
-        self.loop.run_until_complete(self._drain(settle))
+        self.wait(settle)
         facts = self.evaluate(FACTS_JS)
         facts["url"] = url
         facts["console_errors"] = self.console_errors()
         return facts
 
+    def wait(self, seconds):
+        """Let the page run for `seconds` (animations, late scripts), keeping its events."""
+        self.loop.run_until_complete(self._drain(seconds))
+
     def evaluate(self, expression):
         result = self.send("Runtime.evaluate", expression=expression, returnByValue=True)
         if "exceptionDetails" in result:
             raise RuntimeError(f"script failed: {result['exceptionDetails']}")
-        return result["result"]["value"]
+        return result["result"].get("value")  # undefined has no value
 
     def console_errors(self):
         """Errors the page logged: console.error, uncaught exceptions, failed loads."""

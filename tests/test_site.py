@@ -45,6 +45,13 @@ TRACEBACK = "Traceback (most recent call last)"
 EXTERNAL = re.compile(r"\(https?://(?!127\.0\.0\.1[:/])")  # a failed load from another host
 
 
+FIRST_SOLUTION_SHOWN_JS = """
+[...document.querySelector('.solution').children].some((c) =>
+  !c.matches('.admonition-title') && c.checkVisibility({checkOpacity: true,
+  checkVisibilityCSS: true}) && c.getBoundingClientRect().height > 0)
+"""
+
+
 class _QuietHandler(http.server.SimpleHTTPRequestHandler):
     def log_message(self, *args):
         pass
@@ -78,6 +85,11 @@ def site(server, tmp_path_factory):
             facts[name] = browser.visit(f"{server}/{name}.html")
             if name in SCREENSHOTS:
                 browser.screenshot(ARTIFACTS / f"{name.rsplit('/', 1)[-1]}.png")
+            if facts[name]["solutions"] and "opened" not in facts:
+                # a collapsed solution must still open: click its toggle
+                browser.evaluate("document.querySelector('.solution .toggle-button').click()")
+                browser.wait(0.8)
+                facts["opened"] = browser.evaluate(FIRST_SOLUTION_SHOWN_JS)
     finally:
         browser.close()
     return facts
@@ -149,6 +161,7 @@ def test_exercise_solutions_start_collapsed(site):
     for name, s in solutions:
         assert s["title_visible"], f"{name}: solution {s['id']} has no visible toggle"
         assert not s["body_visible"], f"{name}: solution {s['id']} is open on page load"
+    assert site["opened"], "clicking a solution's toggle does not show the solution"
 
 
 @pytest.mark.parametrize("name", PAGES)
