@@ -12,6 +12,10 @@ WORD_BINS = 32  # word lengths 1..30 exactly; bin 31 counts every word of 31+ le
 SIZES = (1, 1_001, 4_099) if SIMULATOR else (1, 7, 1_001, 4_099, 5_000_011)
 
 
+def _bytes(n):
+    return f"{n:,} byte" + ("" if n == 1 else "s")
+
+
 def byte_counts_reference(data):
     return np.bincount(data, minlength=256).astype(np.int64)
 
@@ -44,7 +48,7 @@ def histogram_256(fn):
     """Check `fn(data) -> counts`: counts[b] = how many bytes of `data` (uint8, 1-D,
     on the host) equal b, for all 256 byte values, as an array of 256 integers."""
     rng = np.random.default_rng()
-    cases = [(f"{n:,} random bytes (all 256 values)", rng.integers(0, 256, n, dtype=np.uint8))
+    cases = [(f"{_bytes(n)} drawn from all 256 values", rng.integers(0, 256, n, dtype=np.uint8))
              for n in SIZES]
     cases.append(("1,001 bytes all equal to 255 (the last bin)", np.full(1_001, 255, np.uint8)))
     cases.append(("4,099 bytes of text with UTF-8 letters", random_words(rng, 4_099)))
@@ -58,7 +62,7 @@ def word_length_histogram(fn):
     k = 1..30 and counts[31] = words of 31 letters or more (counts[0] = 0). A word is
     a maximal run of ASCII letters; `data` is uint8 text on the host."""
     rng = np.random.default_rng()
-    cases = [(f"{n:,} bytes of random words", random_words(rng, n)) for n in SIZES]
+    cases = [(f"{_bytes(n)} of random words", random_words(rng, n)) for n in SIZES]
     cases += [("a text that starts and ends inside a word", np.frombuffer(b"Hamlet to Ophelia",
                                                                            np.uint8)),
               ("one 50-letter word", np.full(50, ord("e"), np.uint8)),
@@ -75,7 +79,7 @@ def positions_of(fn):
     cases = []
     for n in SIZES:
         data = random_words(rng, n)
-        cases.append((f"spaces in {n:,} bytes of random words", (data, ord(" "))))
+        cases.append((f"spaces in {_bytes(n)} of random words", (data, ord(" "))))
     cases += [("a value that never occurs", (np.full(1_001, 7, np.uint8), 8)),
               ("every byte matches", (np.full(1_001, 7, np.uint8), 7))]
     return run_cases("positions_of",
