@@ -302,13 +302,20 @@ def load_benchmarks(topic=None):
     return {k: b for k, b in BENCHMARKS.items() if topic is None or k.startswith(topic + ".")}
 
 
+CONSTANT_TYPES = (bool, int, float, str, tuple)
+
+
 def _source(obj):
+    """Source of a function or kernel, decorators included, followed by the values
+    of the module constants it reads (a tile size is part of the kernel)."""
     py = getattr(obj, "py_func", None) or getattr(obj, "fn", None) or obj
-    return inspect.getsource(py)
+    constants = [f"{name}={py.__globals__[name]!r}" for name in sorted(py.__code__.co_names)
+                 if isinstance(py.__globals__.get(name), CONSTANT_TYPES)]
+    return inspect.getsource(py) + "\n".join(constants)
 
 
 def source_hash(*objs):
-    """A short hash of the source of kernels and functions (decorators included)."""
+    """A short hash of the source of kernels and functions and the constants they read."""
     h = hashlib.sha256()
     for obj in objs:
         h.update(_source(obj).encode())
