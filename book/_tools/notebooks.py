@@ -611,12 +611,17 @@ def execute_plain(path, out_dir):
     namespace = {"__name__": "__main__"}
     try:
         for cell in nb["cells"]:
-            if cell["cell_type"] == "code":
+            tags = cell["metadata"].get("tags", [])
+            if cell["cell_type"] == "code" and "skip-execution" not in tags:
                 printed = io.StringIO()
                 try:
                     with contextlib.redirect_stdout(printed), contextlib.redirect_stderr(printed):
                         exec(compile("".join(cell["source"]), f"{path.name} {cell['id']}", "exec"),
                              namespace)
+                except Exception as err:  # as nbclient does: an expected error is shown
+                    if "raises-exception" not in tags:
+                        raise
+                    print(f"{type(err).__name__}: {err}", file=printed)
                 finally:
                     cell["outputs"] = [{"output_type": "stream", "name": "stdout",
                                         "text": printed.getvalue()}]
