@@ -208,6 +208,24 @@ def time_gpu(fn, *, repeats=20, warmup=3, cold=False):
     return Timing(gpu, e2e, cold)
 
 
+def time_blocking(fn, *, repeats=20, warmup=1, cold=False):
+    """GPU time of a call that synchronises inside (CuPy's histogram does), so it
+    cannot be queued behind time_gpu's spin kernel: CUDATimer around each call.
+    Host gaps between the call's own kernels count in, so this can only overstate."""
+    require_gpu("time_blocking")
+    for _ in range(warmup):
+        fn()
+    gpu, e2e = [], []
+    for _ in range(repeats):
+        if cold:
+            flush_l2()
+        with CUDATimer() as t:
+            fn()
+        gpu.append(t.ms)
+        e2e.append(t.e2e_ms)
+    return Timing(gpu, e2e, cold)
+
+
 def time_cpu(fn, *, repeats=5, warmup=1):
     """Wall-clock time of a CPU callable, as a Timing (gpu_ms holds the CPU time)."""
     for _ in range(warmup):

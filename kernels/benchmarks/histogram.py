@@ -24,7 +24,6 @@ ALL_VERSIONS = COMMON + (
     h.histogram_shared_wide_loads, h.histogram_shared_wide_loads_kernel,
     h.histogram_lane_private, h.histogram_lane_private_kernel,
 )
-BLOCKING_REPEATS = 20
 
 
 def _text():
@@ -36,21 +35,6 @@ def _described(found, data):
     what = ("SUBSTITUTE text (Gutenberg unreachable)" if found.substitute
             else "Shakespeare's Complete Works (Project Gutenberg #100)")
     return f"{what}, {data.size:,} bytes, 128 bins; GPU times cold (L2 flushed)"
-
-
-def _time_blocking(fn):
-    """Cold GPU time of a call that synchronises inside (CuPy's histogram and bincount
-    do), so it cannot be queued behind time_gpu's spin kernel: CUDATimer around each
-    call, after an L2 flush. Host gaps between the call's own kernels count in."""
-    fn()
-    gpu, e2e = [], []
-    for _ in range(BLOCKING_REPEATS):
-        harness.flush_l2()
-        with harness.CUDATimer() as t:
-            fn()
-        gpu.append(t.ms)
-        e2e.append(t.e2e_ms)
-    return harness.Timing(gpu, e2e, cold=True)
 
 
 def _time_versions(versions, d_data, expected, **fields):
@@ -99,7 +83,7 @@ def versions():
         }
         for name, fn in gpu_peers.items():
             harness.check(cupy.asnumpy(fn()), expected, name=name)
-            t = _time_blocking(fn)
+            t = harness.time_blocking(fn, cold=True)
             rows.append(row(name, "peer", t, gbps=n / t.ms / 1e6,
                             timed="CUDATimer per call (the call synchronises)"))
     return {"description": _described(found, data),
