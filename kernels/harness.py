@@ -327,6 +327,8 @@ def _source(obj):
     """Source of a function or kernel, decorators included, followed by the values
     of the module constants it reads (a tile size is part of the kernel)."""
     py = getattr(obj, "py_func", None) or getattr(obj, "fn", None) or obj
+    if inspect.isclass(py):
+        return inspect.getsource(py)
     constants = [f"{name}={py.__globals__[name]!r}" for name in sorted(py.__code__.co_names)
                  if isinstance(py.__globals__.get(name), CONSTANT_TYPES)]
     return inspect.getsource(py) + "\n".join(constants)
