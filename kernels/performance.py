@@ -160,11 +160,10 @@ def table(lines):
     for ln in lines:
         name = f"`{ln.key}`" + (" **STALE**" if ln.result.stale else "")
         best = ("no version row", "-") if ln.best is None else (
-            f"`{label(ln.best)}`", _fmt(ln.value(ln.best), ln.unit))
+            label(ln.best), _fmt(ln.value(ln.best), ln.unit))
         peer = "-" if ln.peer is None else f"{label(ln.peer)}: {_fmt(ln.value(ln.peer), ln.unit)}"
         speedup = "-" if ln.speedup is None else f"{ln.speedup:,.2f}x"
-        of_limit = "-" if ln.of_limit is None else (
-            f"{100 * ln.of_limit:.0f}% of {ln.limit[0]}, {_fmt(ln.limit[1], ln.unit)}")
+        of_limit = "-" if ln.of_limit is None else f"{100 * ln.of_limit:.0f}% of {ln.limit[0]}"
         out.append(f"| {name} | {best[0]} | {best[1]} | {peer} | {speedup} | {of_limit} |")
     out.append("")
     for dev_lines in _by_device(lines).values():

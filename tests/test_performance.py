@@ -105,7 +105,7 @@ def test_a_limit_row_wins_over_the_device_copy(bench_dir):
     record(bench_dir, ["copy"])
     ln = lines_by_name(performance.summary())["copy"]
     assert ln.limit == ("copy in, whole", 50.0) and ln.peer is None and ln.speedup is None
-    assert "90% of copy in, whole" in performance.table([ln])
+    assert "| 90% of copy in, whole |" in performance.table([ln])
 
 
 def test_peers_and_limit_are_taken_at_the_best_versions_problem(bench_dir):
