@@ -320,18 +320,23 @@ def load_benchmarks(topic=None):
     return {k: b for k, b in BENCHMARKS.items() if topic is None or k.startswith(topic + ".")}
 
 
-CONSTANT_TYPES = (bool, int, float, str, tuple)
-
-
 def _source(obj):
-    """Source of a function or kernel, decorators included, followed by the values
-    of the module constants it reads (a tile size is part of the kernel)."""
+    """Source of a function or kernel, decorators included, followed by the lines
+    that assign the module constants it reads (a tile size is part of the kernel).
+    The assignment's text, not its value: `X = 16 if SIMULATOR else 128` hashes
+    the same on the simulator as on a GPU."""
     py = getattr(obj, "py_func", None) or getattr(obj, "fn", None) or obj
     if inspect.isclass(py):
         return inspect.getsource(py)
-    constants = [f"{name}={py.__globals__[name]!r}" for name in sorted(py.__code__.co_names)
-                 if isinstance(py.__globals__.get(name), CONSTANT_TYPES)]
-    return inspect.getsource(py) + "\n".join(constants)
+    module_lines = inspect.getsource(inspect.getmodule(py)).splitlines()
+    assignments = []
+    for name in sorted(py.__code__.co_names):
+        value = py.__globals__.get(name, _source)
+        if value is _source or callable(value) or inspect.ismodule(value):
+            continue
+        assignments += [line for line in module_lines
+                        if re.match(rf"{name}\s*(:[^=]*)?=[^=]", line)]
+    return inspect.getsource(py) + "\n".join(assignments)
 
 
 def source_hash(*objs):
