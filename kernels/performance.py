@@ -14,6 +14,7 @@ flagged here exactly as on the chapters' plots.
 """
 
 import dataclasses
+import textwrap
 
 import matplotlib.pyplot as plt
 import matplotlib.ticker
@@ -196,7 +197,8 @@ def caption(lines):
             f"numba-cuda {env['numba_cuda']}, recorded {when}")
     stale = [ln.key for ln in lines if ln.result.stale]
     if stale:
-        text += f"\nSTALE (kernels changed since recorded): {', '.join(stale)}"
+        text += "\n" + textwrap.fill(
+            f"STALE (kernels changed since recorded): {', '.join(stale)}", 150)
     return text
 
 
@@ -205,22 +207,39 @@ def _own_limit(ln):
     return ln.limit is not None and not ln.limit[0].endswith("(measured)")
 
 
+def _peers_by_priority(ln, metric):
+    # the fastest peer first, then the others from the fastest
+    return sorted((r for r in ln.peers if metric in r),
+                  key=lambda r: (r is not ln.peer, -ln.value(r)))
+
+
+def _name_peers(ax, ln, yy, metric):
+    """Write peers' names under their markers, on one of two levels, none over another;
+    a name that fits on neither level is left out (its marker stays)."""
+    low, high = ax.get_xlim()
+    # decades of the axis per character of a 7 pt name (the axes are about 5.5 in wide)
+    per_char = np.log10(high / low) / 5.5 * 4.2 / 72
+    placed = []  # (log10 x, level, characters)
+    for r in _peers_by_priority(ln, metric):
+        x, n = np.log10(ln.value(r)), len(r["name"])
+        level = next((lv for lv in (0, 1) if all(
+            abs(x - px) > per_char * (n + pn) / 2 + 0.05 for px, pl, pn in placed if pl == lv)),
+            None)
+        if level is not None:
+            placed.append((x, level, n))
+            ax.annotate(r["name"], (10 ** x, yy), xytext=(0, -13 - 10 * level),
+                        textcoords="offset points", ha="center", fontsize=7,
+                        color="tab:orange" if r is ln.peer else "dimgray")
+
+
 def _panel(ax, lines, metric, limits):
     # Log scale: a CPU peer and a GPU limit differ by 100x. Markers, not bars, since a
     # bar on a log axis has no meaningful start.
     y = np.arange(len(lines))[::-1]
     for yy, ln in zip(y, lines):
-        named = [ln.value(ln.best)]
-        # the fastest peer first, so that it keeps its label when others crowd it
-        for r in sorted((r for r in ln.peers if metric in r), key=lambda r: r is not ln.peer):
-            fastest = r is ln.peer
-            x = ln.value(r)
-            ax.plot(x, yy, "D", ms=7, mec="tab:orange", mfc="tab:orange" if fastest else "none")
-            if fastest or min(abs(np.log10(x / n)) for n in named) > 0.25:
-                named.append(x)
-                ax.annotate(r["name"], (x, yy), xytext=(0, -13), textcoords="offset points",
-                            ha="center", fontsize=7,
-                            color="tab:orange" if fastest else "dimgray")
+        for r in _peers_by_priority(ln, metric):
+            ax.plot(ln.value(r), yy, "D", ms=7, mec="tab:orange",
+                    mfc="tab:orange" if r is ln.peer else "none")
         ax.plot(ln.value(ln.best), yy, "o", color="tab:blue", ms=9)
         ax.annotate(ln.best["name"], (ln.value(ln.best), yy), xytext=(0, 7),
                     textcoords="offset points", ha="center", fontsize=7, color="tab:blue")
@@ -238,11 +257,16 @@ def _panel(ax, lines, metric, limits):
             handles.append(ax.axvline(limits[key], color="black", linestyle=style, linewidth=1,
                                       label=f"{name}: {limits[key]:,.0f} GB/s (measured)"))
     ax.set_xscale("log")
-    ax.xaxis.set_major_locator(matplotlib.ticker.LogLocator(base=10, subs=(1, 2, 5)))
+    ax.margins(x=0.15)
+    low, high = ax.get_xlim()
+    # 1-2-5 ticks over a few decades; powers of ten only over many
+    subs = (1, 2, 5) if np.log10(high / low) < 4.5 else (1,)
+    ax.xaxis.set_major_locator(matplotlib.ticker.LogLocator(base=10, subs=subs))
     ax.xaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(
         lambda v, _: f"{v:,.0f}" if v >= 1 else f"{v:g}"))
     ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
-    ax.margins(x=0.15)
+    for yy, ln in zip(y, lines):
+        _name_peers(ax, ln, yy, metric)
     ax.set_ylim(-0.7, len(lines) - 0.3)
     ax.set_yticks(y, [ln.key + (" (STALE)" if ln.result.stale else "") for ln in lines])
     for tick, ln in zip(ax.get_yticklabels(), lines):
@@ -268,7 +292,10 @@ def figures(lines):
         for ax, (metric, ls) in zip(axes[:, 0], panels):
             _panel(ax, ls, metric, ls[0].result.limits)
         fig.suptitle(f"Best version vs fastest peer and the limits on the {device}")
-        fig.text(0.01, 0.005, caption(dev_lines), fontsize=8, va="bottom")
-        fig.tight_layout(rect=(0, 0.06 if "STALE" not in caption(dev_lines) else 0.09, 1, 1))
+        text = caption(dev_lines)
+        fig.text(0.01, 0.005, text, fontsize=8, va="bottom")
+        # room at the bottom for the caption's lines, about 0.2 inch each
+        bottom = (0.25 + 0.2 * text.count("\n")) / fig.get_figheight()
+        fig.tight_layout(rect=(0, bottom, 1, 1))
         figs.append(fig)
     return figs
