@@ -67,7 +67,10 @@ class Browser:
         profile_dir = pathlib.Path(profile_dir)
         self.width = width
         self.proc = subprocess.Popen(
-            [executable, "--headless=new", "--no-sandbox", "--disable-gpu", "--no-first-run",
+            # --no-sandbox: CI runs as root; --disable-dev-shm-usage: containers' /dev/shm
+            # is small (64 MB in Docker) and Chromium's renderer crashes on a long page
+            [executable, "--headless=new", "--no-sandbox", "--disable-dev-shm-usage",
+             "--disable-gpu", "--no-first-run",
              "--no-default-browser-check", "--disable-extensions", "--hide-scrollbars",
              "--remote-debugging-port=0", f"--user-data-dir={profile_dir}",
              f"--window-size={width},{height}", "about:blank"],
