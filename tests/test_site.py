@@ -193,7 +193,12 @@ def _soup(built_book, name):
 
 
 def test_status_page_times_every_executed_chapter(built_book):
-    table = _soup(built_book, "book/status").find("table")
+    import kernels
+
+    page = _soup(built_book, "book/status")
+    where = "the Numba CUDA simulator" if kernels.SIMULATOR else kernels.device()["name"]
+    assert f"kernels: {where}" in page.get_text(), "the status page does not say where it ran"
+    table = page.find("table")
     rows = {tr.find("td").get_text(strip=True): [td.get_text(strip=True) for td in tr("td")]
             for tr in table("tr") if tr.find("td")}
     assert set(NOTEBOOK_PAGES) <= set(rows), f"not in the execution table: " \
