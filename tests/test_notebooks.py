@@ -300,14 +300,16 @@ def needs_missing_ipython(name):
 
 
 @pytest.fixture(scope="session")
-def executed(tmp_path_factory):
-    """Every notebook run top to bottom, in parallel, each in a fresh process."""
+def executed(request, tmp_path_factory):
+    """The selected notebooks run top to bottom, in parallel, each in a fresh process."""
+    selected = {item.callspec.params["name"] for item in request.session.items
+                if item.originalname == "test_notebook_runs_top_to_bottom"}
     out = tmp_path_factory.mktemp("notebooks")
     env = {"NUMBA_ENABLE_CUDASIM": "1" if kernels.SIMULATOR else "0", "MPLBACKEND": "Agg",
            # the kernel finds this checkout's `kernels`, as Colab finds the installed one
            "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
-    runnable = [n for n in CHAPTERS
-                if (ROOT / f"{n}.ipynb").exists() and not needs_missing_ipython(n)]
+    runnable = [n for n in CHAPTERS if n in selected
+                and (ROOT / f"{n}.ipynb").exists() and not needs_missing_ipython(n)]
     saved = {k: os.environ.get(k) for k in env}
     os.environ.update(env)
     try:
