@@ -283,6 +283,12 @@ def test_colab_button_of_every_chapter_opens_its_notebook(built_book):
         assert links == [f"{notebooks.COLAB}/{OWNER}/{REPO}/blob/{BRANCH}/{name}.ipynb"], name
         path = links[0].split(f"/blob/{BRANCH}/", 1)[1]
         assert (ROOT / path).is_file(), f"{name}: the Colab button opens {path}, which is missing"
+        # where this checkout has the configured branch, the notebook is committed there
+        branch = subprocess.run(["git", "rev-parse", "--verify", "-q", BRANCH], cwd=ROOT,
+                                capture_output=True)
+        if branch.returncode == 0:
+            committed = subprocess.run(["git", "cat-file", "-e", f"{BRANCH}:{path}"], cwd=ROOT)
+            assert committed.returncode == 0, f"{path} is not committed on {BRANCH}"
 
 
 # ------------------------------------------------------------------ running them
