@@ -30,7 +30,11 @@ from numba import cuda
 
 from kernels import SIMULATOR, device
 
-BENCH_DIR = pathlib.Path(__file__).resolve().parent.parent / "book" / "_data" / "bench"
+# In a checkout the recordings live with the book; an installed package (as on
+# Colab) carries a copy of them as kernels/recordings (see pyproject.toml).
+_HERE = pathlib.Path(__file__).resolve().parent
+_CHECKOUT_BENCH_DIR = _HERE.parent / "book" / "_data" / "bench"
+BENCH_DIR = _CHECKOUT_BENCH_DIR if _CHECKOUT_BENCH_DIR.is_dir() else _HERE / "recordings"
 TOPICS = ("gridstride", "atomics", "histogram", "reduction", "mutex", "streams",
           "cooperative", "matmul")
 SCHEMA = 1

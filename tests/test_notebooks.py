@@ -348,16 +348,13 @@ def test_notebook_runs_top_to_bottom(executed, name):
         assert "No GPU here" not in setup and "GPU" in setup
 
 
-@pytest.mark.xfail(reason="harness reads the recordings from the repository checkout "
-                   "(book/_data/bench), which a pip-installed package lacks: on a Colab "
-                   "runtime without a GPU every timing cell fails (issue 8 report)",
-                   strict=False)
 def test_installed_package_finds_the_recordings(tmp_path):
     """Colab pip-installs `kernels` from the repository; the simulator fallback plots
     the recorded timings, so they must come with the installed package."""
     src = tmp_path / "src"
     shutil.copytree(ROOT / "kernels", src / "kernels",
                     ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(ROOT / "book" / "_data" / "bench", src / "book" / "_data" / "bench")
     shutil.copy2(ROOT / "pyproject.toml", src)
     build = subprocess.run(
         [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation",
@@ -373,3 +370,4 @@ def test_installed_package_finds_the_recordings(tmp_path):
                          text=True, env=dict(os.environ, NUMBA_ENABLE_CUDASIM="1",
                                              PYTHONPATH=str(tmp_path / "site")))
     assert run.returncode == 0, run.stderr[-3000:]
+    assert "recorded 20" in run.stdout and "STALE" not in run.stdout, run.stdout
