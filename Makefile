@@ -40,8 +40,6 @@ lock:  ## re-resolve requirements.in into the pinned requirements.txt
 	(echo "# Pinned toolchain, resolved from requirements.in on Python 3.11 (make lock)."; \
 	 /tmp/lock-venv/bin/pip freeze) > requirements.txt
 
-clean:
-	rm -rf _build
 .PHONY: notebooks student
 notebooks: $(STAMP)  ## regenerate the Colab notebooks book/*.ipynb from the chapters
 	$(PY) book/_tools/notebooks.py
@@ -52,3 +50,5 @@ student: $(STAMP)  ## the student edition without solutions: _build/student/{src
 	$(PY) book/_tools/student.py $(if $(STUDENT_REPO),--repository $(STUDENT_REPO)) \
 	  $(if $(STUDENT_BRANCH),--branch $(STUDENT_BRANCH))
 
+clean:
+	rm -rf _build
