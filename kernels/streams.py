@@ -6,12 +6,16 @@ Versions (VERSIONS maps each name to its host function):
                            buffers and of the output (one chunk: the serial version)
     vector_add_pipelined_driver_copies  the same, its copies queued without Numba's
                            per-copy checks: less Python time per chunk
+    vector_add_pipelined_stage_streams  driver copies, with one stream per stage
+                           (copy in, kernel, copy out) instead of one per chunk, and
+                           events between them: each engine takes the chunks in order
 Beside them:
     vector_add_pipelined_shared_buffers  the popular version: one chunk-sized set of
                            device buffers reused by every stream, a race
-    Pipeline               the streams, chunk bounds and device buffers of a pipelined
-                           call, made once, outside the timed region
-    issue_pipeline         the loop both versions share, given how to copy
+    Pipeline               the streams, events, chunk bounds and device buffers of a
+                           pipelined call, made once, outside the timed region
+    chunk_bounds           equal chunks, or chunks that shrink by a set ratio
+    issue_pipeline         the loop of the first two versions, given how to copy
     Timeline               CUDA events around every copy and kernel of a pipelined call
     busy / busy_pair       one GPU thread that computes for a set number of steps, and
                            two of them under the stream rules
@@ -19,6 +23,7 @@ The kernel that adds a chunk is the grid-stride kernel of ``kernels.gridstride``
 """
 
 import math
+from fractions import Fraction
 
 import numpy as np
 from numba import cuda
@@ -60,14 +65,28 @@ def busy_kernel(x, steps):
 # ------------------------------------------------------------ host functions
 
 
-def chunk_bounds(n, chunks):
-    """(lo, hi) of `chunks` contiguous pieces of range(n), sizes differing by at most 1."""
-    size, extra = divmod(n, chunks)
+def chunk_bounds(n, chunks, shrink=1):
+    """(lo, hi) of `chunks` contiguous pieces of range(n), each about `shrink` times the
+    size of the one before: 1 gives equal sizes (differing by at most 1), 0.5 halves
+    them chunk by chunk. Every chunk gets at least one element."""
+    n = _count("n", n)
+    chunks = _count("chunks", chunks, at_most=n)
+    if isinstance(shrink, bool) or not isinstance(shrink, (int, float)) \
+            or not 0 < shrink <= 1:
+        raise ValueError(f"shrink must be a number in (0, 1], got {shrink!r}")
+    # One element each, the rest shared in proportion to shrink**i; exact fractions, so
+    # that equal weights round the same way every time.
+    weights = [Fraction(shrink) ** i for i in range(chunks)]
+    exact = [1 + (n - chunks) * w / sum(weights) for w in weights]
+    sizes = [math.floor(x) for x in exact]
+    # The chunks with the largest remainders take one more; on a tie, the earlier one.
+    by_remainder = sorted(range(chunks), key=lambda i: (sizes[i] - exact[i], i))
+    for i in by_remainder[:n - sum(sizes)]:
+        sizes[i] += 1
     bounds, lo = [], 0
-    for i in range(chunks):
-        hi = lo + size + (i < extra)  # the first `extra` chunks take one more
-        bounds.append((lo, hi))
-        lo = hi
+    for size in sizes:
+        bounds.append((lo, lo + size))
+        lo += size
     return bounds
 
 
@@ -94,14 +113,18 @@ def _host_vectors(a, b, out):
 
 
 class Pipeline:
-    """The streams, chunk bounds, device buffers and launches of a pipelined vector add.
+    """The streams, events, chunk bounds, device buffers and launches of a pipelined
+    vector add.
 
     Making them costs allocations and driver calls (tens of microseconds each), so a
     Pipeline is made once, outside the timed region, and used for every call. Each
-    chunk gets its own stream and its own slices of three full-size device buffers.
+    chunk gets its own stream, its own slices of three full-size device buffers, and
+    two events (its copy in is done; its kernel is done). Three more streams, one per
+    stage, and an event for the end of a call serve vector_add_pipelined_stage_streams.
+    `shrink` sets the chunk sizes (chunk_bounds): 1 for equal chunks.
     """
 
-    def __init__(self, n, dtype, chunks, *, threads=256):
+    def __init__(self, n, dtype, chunks, *, shrink=1, threads=256):
         n = _count("n", n)
         self.chunks = _count("chunks", chunks, at_most=n)
         _, self.threads = validate.launch(1, threads)
@@ -110,15 +133,20 @@ class Pipeline:
             raise TypeError(f"dtype {self.dtype.name} is not accepted; accepted: "
                             + ", ".join(np.dtype(d).name for d in DTYPES))
         self.n = n
-        self.bounds = chunk_bounds(n, self.chunks)
+        self.shrink = shrink
+        self.bounds = chunk_bounds(n, self.chunks, shrink)
         self.streams = [cuda.stream() for _ in range(self.chunks)]
+        self.stage_streams = tuple(cuda.stream() for _ in STAGES)
+        self.copied_in = [cuda.event() for _ in range(self.chunks)]
+        self.added = [cuda.event() for _ in range(self.chunks)]
+        self.done = cuda.event()
         buffers = [cuda.device_array(n, self.dtype) for _ in range(3)]
         self.device = [tuple(buf[lo:hi] for buf in buffers) for lo, hi in self.bounds]
         self.blocks = [min(default_blocks(), math.ceil((hi - lo) / self.threads))
                        for lo, hi in self.bounds]
 
     def synchronize(self):
-        for stream in self.streams:
+        for stream in (*self.streams, *self.stage_streams):
             stream.synchronize()
 
 
@@ -141,6 +169,13 @@ def copy_out_driver(device, host, stream):
     driver.device_to_host(host, device, host.nbytes, stream)
 
 
+def _check_call(a, b, out, pipeline):
+    _host_vectors(a, b, out)
+    if a.size != pipeline.n or a.dtype != pipeline.dtype:
+        raise ValueError(f"the pipeline was made for {pipeline.n} {pipeline.dtype.name} "
+                         f"elements, got {a.size} {a.dtype.name}")
+
+
 def issue_pipeline(a, b, out, pipeline, copy_in, copy_out, *, wait=True, timeline=None):
     """Queue every chunk's copies in, kernel and copy out on the chunk's stream.
 
@@ -150,10 +185,7 @@ def issue_pipeline(a, b, out, pipeline, copy_in, copy_out, *, wait=True, timelin
     it returns as soon as everything is queued: synchronize before reading out.
     `timeline` (a Timeline of this pipeline) records an event around every step.
     """
-    _host_vectors(a, b, out)
-    if a.size != pipeline.n or a.dtype != pipeline.dtype:
-        raise ValueError(f"the pipeline was made for {pipeline.n} {pipeline.dtype.name} "
-                         f"elements, got {a.size} {a.dtype.name}")
+    _check_call(a, b, out, pipeline)
     chunks = list(zip(pipeline.bounds, pipeline.device, pipeline.streams, pipeline.blocks))
     if timeline is not None:
         timeline.start.record()  # on the legacy default stream: before every stream
@@ -192,6 +224,48 @@ def vector_add_pipelined_driver_copies(a, b, out, pipeline, *, wait=True, timeli
     itself calls, without Numba's per-copy checks: less host time per chunk."""
     return issue_pipeline(a, b, out, pipeline, copy_in_driver, copy_out_driver, wait=wait,
                           timeline=timeline)
+
+
+def vector_add_pipelined_stage_streams(a, b, out, pipeline, *, wait=True, timeline=None):
+    """out = a + b with one stream per stage: every copy in on the first stage stream,
+    every kernel on the second, every copy out on the third, with driver copies.
+
+    Events carry each chunk from stage to stage: its kernel waits for its copy in, its
+    copy out for its kernel. Each stage's stream runs the chunks in order, so each copy
+    engine moves one chunk at a time, first chunk first.
+    """
+    _check_call(a, b, out, pipeline)
+    s_in, s_add, s_out = pipeline.stage_streams
+    # The previous call's kernels and copies out read the buffers this call overwrites,
+    # and nothing else orders them before this call's copies in.
+    pipeline.done.wait(s_in)
+    chunks = list(zip(pipeline.bounds, pipeline.device, pipeline.blocks,
+                      pipeline.copied_in, pipeline.added))
+    if timeline is not None:
+        timeline.start.record()
+    for i, ((lo, hi), (d_a, d_b, _), _, copied_in, _) in enumerate(chunks):
+        if timeline is not None:
+            timeline.events[i][0].record(s_in)
+        copy_in_driver(d_a, a[lo:hi], s_in)
+        copy_in_driver(d_b, b[lo:hi], s_in)
+        copied_in.record(s_in)
+        if timeline is not None:
+            timeline.events[i][1].record(s_in)
+    for i, (_, (d_a, d_b, d_out), blocks, copied_in, added) in enumerate(chunks):
+        copied_in.wait(s_add)  # s_add runs nothing queued after this until it is done
+        vector_add_gridstride_kernel[blocks, pipeline.threads, s_add](d_a, d_b, d_out)
+        added.record(s_add)
+        if timeline is not None:
+            timeline.events[i][2].record(s_add)
+    for i, ((lo, hi), (_, _, d_out), _, _, added) in enumerate(chunks):
+        added.wait(s_out)
+        copy_out_driver(d_out, out[lo:hi], s_out)
+        if timeline is not None:
+            timeline.events[i][3].record(s_out)
+    pipeline.done.record(s_out)  # the last copy out: after every step of this call
+    if wait:
+        pipeline.synchronize()
+    return out
 
 
 def vector_add_pipelined_shared_buffers(a, b, out, *, chunks=4, threads=256):
@@ -278,4 +352,5 @@ def busy_pair(schedule, x, steps, streams):
 VERSIONS = {
     "vector_add_pipelined": vector_add_pipelined,
     "vector_add_pipelined_driver_copies": vector_add_pipelined_driver_copies,
+    "vector_add_pipelined_stage_streams": vector_add_pipelined_stage_streams,
 }

@@ -5,6 +5,8 @@ truncate silently: an array that does not fit is refused with a TypeError or
 ValueError naming the argument, what it got and what it accepts.
 """
 
+import functools
+
 import numpy as np
 from numba import cuda
 
@@ -14,13 +16,20 @@ def on_device(a):
     return hasattr(a, "copy_to_host") or hasattr(a, "__cuda_array_interface__")
 
 
+@functools.lru_cache
+def _dtypes(dtypes):
+    # Cached: host functions check their arguments on every call, and building dtype
+    # objects costs microseconds that a pipeline's first copy would wait for.
+    return tuple(map(np.dtype, dtypes if isinstance(dtypes, tuple) else (dtypes,)))
+
+
 def array(name, a, *, dtypes, ndim=None):
     """Check that `a` is a C-contiguous array of one of `dtypes` with `ndim` dims."""
     if not (isinstance(a, np.ndarray) or on_device(a)):
         raise TypeError(f"{name} must be a NumPy array or a CUDA device array, "
                         f"got {type(a).__name__}")
-    dtypes = tuple(np.dtype(d) for d in np.atleast_1d(dtypes))
-    if np.dtype(a.dtype) not in dtypes:
+    dtypes = _dtypes(dtypes)
+    if a.dtype not in dtypes:
         accepted = ", ".join(d.name for d in dtypes)
         raise TypeError(f"{name} has dtype {np.dtype(a.dtype).name}; accepted: {accepted} "
                         f"(convert it yourself, e.g. {name}.astype(np.{dtypes[0].name}))")

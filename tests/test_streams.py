@@ -15,6 +15,7 @@ from ptx import assert_compiles
 PTX_SIGNATURES = {"busy_kernel": ["void(int64[::1], int64)"]}
 
 CHUNKS = (1, 2, 4, 8, 16)
+SHRINKS = (1, 0.6)
 
 
 def vectors(rng, n, dtype=np.int32):
@@ -26,9 +27,10 @@ def vectors(rng, n, dtype=np.int32):
 @pytest.mark.parametrize("version", sorted(st.VERSIONS))
 @pytest.mark.parametrize("chunks", CHUNKS)
 @pytest.mark.parametrize("n", [16, 1001])  # 1001 is divisible by none of the chunk counts
-def test_pipelined_matches_numpy(version, chunks, n, rng):
+@pytest.mark.parametrize("shrink", SHRINKS)
+def test_pipelined_matches_numpy(version, chunks, n, shrink, rng):
     a, b, out = vectors(rng, n)
-    p = st.Pipeline(n, np.int32, chunks, threads=32)
+    p = st.Pipeline(n, np.int32, chunks, shrink=shrink, threads=32)
     check(st.VERSIONS[version](a, b, out, p), st.vector_add_reference(a, b))
 
 
@@ -41,15 +43,31 @@ def test_pipelined_dtypes_and_reuse(version, dtype, rng):
         check(st.VERSIONS[version](a, b, out, p), a + b)
 
 
+def assert_partition(bounds, n, chunks):
+    assert len(bounds) == chunks and bounds[0][0] == 0 and bounds[-1][1] == n
+    assert all(hi == lo2 for (_, hi), (lo2, _) in zip(bounds, bounds[1:]))
+    sizes = [hi - lo for lo, hi in bounds]
+    assert min(sizes) >= 1
+    assert sizes == sorted(sizes, reverse=True)  # the largest chunk comes first
+    return sizes
+
+
 def test_every_element_in_exactly_one_chunk():
     for n in (1, 5, 16, 17, 1001):
         for chunks in range(1, min(n, 20) + 1):
-            bounds = st.chunk_bounds(n, chunks)
-            assert len(bounds) == chunks and bounds[0][0] == 0 and bounds[-1][1] == n
-            assert all(hi == lo2 for (_, hi), (lo2, _) in zip(bounds, bounds[1:]))
-            sizes = [hi - lo for lo, hi in bounds]
-            assert max(sizes) - min(sizes) <= 1 and min(sizes) >= 1
-            assert sizes == sorted(sizes, reverse=True)  # the largest chunk comes first
+            sizes = assert_partition(st.chunk_bounds(n, chunks), n, chunks)
+            assert max(sizes) - min(sizes) <= 1
+
+
+@pytest.mark.parametrize("shrink", [0.5, 0.6, 0.9])
+def test_shrinking_chunks(shrink):
+    for n in (7, 1001, 20_000_003):
+        for chunks in range(1, min(n, 12) + 1):
+            sizes = assert_partition(st.chunk_bounds(n, chunks, shrink), n, chunks)
+            # One element each, the rest in proportion to shrink**i, rounded.
+            weights = [shrink**i for i in range(chunks)]
+            for size, w in zip(sizes, weights):
+                assert abs(size - 1 - (n - chunks) * w / sum(weights)) < 1 + 1e-6
 
 
 def test_shared_buffers_race_cannot_show_on_the_simulator(rng):
@@ -116,6 +134,14 @@ BAD_CALLS = {
     "dtype not the pipeline's": (lambda a, b, out, p: st.vector_add_pipelined(
         a.astype(np.int64), b.astype(np.int64), out.astype(np.int64), p),
         ValueError, "made for 21 int32"),
+    "pipeline: shrink 0": (lambda a, b, out, p: st.Pipeline(21, np.int32, 2, shrink=0),
+                           ValueError, "shrink must be a number in (0, 1], got 0"),
+    "pipeline: shrink above 1": (lambda a, b, out, p: st.Pipeline(21, np.int32, 2, shrink=1.5),
+                                 ValueError, "shrink must be a number in (0, 1], got 1.5"),
+    "chunk_bounds: shrink as text": (lambda a, b, out, p: st.chunk_bounds(21, 2, "0.6"),
+                                     ValueError, "shrink must be a number in (0, 1]"),
+    "chunk_bounds: more chunks than elements": (lambda a, b, out, p: st.chunk_bounds(3, 4),
+                                                ValueError, "chunks must be between 1 and 3"),
     "pipeline: zero chunks": (lambda a, b, out, p: st.Pipeline(21, np.int32, 0), ValueError,
                               "chunks must be between 1 and 21"),
     "pipeline: more chunks than elements": (lambda a, b, out, p: st.Pipeline(21, np.int32, 22),
@@ -215,16 +241,35 @@ def test_compiles_to_ptx():
 @pytest.mark.parametrize("version", sorted(st.VERSIONS))
 @pytest.mark.parametrize("chunks", CHUNKS)
 @pytest.mark.parametrize("n", [kernels.size("streams_pipeline"), 1_000_003])
-def test_full_size_on_gpu(version, chunks, n):
+@pytest.mark.parametrize("shrink", SHRINKS)
+def test_full_size_on_gpu(version, chunks, n, shrink):
     rng = np.random.default_rng(chunks)
     a = cuda.pinned_array(n, np.int32)
     b = cuda.pinned_array(n, np.int32)
     out = cuda.pinned_array(n, np.int32)
     a[:], b[:], out[:] = rng.integers(-2**30, 2**30, n), rng.integers(-2**30, 2**30, n), -7
-    p = st.Pipeline(n, np.int32, chunks)
+    p = st.Pipeline(n, np.int32, chunks, shrink=shrink)
     for _ in range(3):
         out[:] = -7
         check(st.VERSIONS[version](a, b, out, p), a + b)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("version", sorted(st.VERSIONS))
+def test_calls_queued_back_to_back_do_not_race(version):
+    """Calls with wait=False reuse one pipeline's device buffers: each call's copies in
+    must not overwrite what the previous call's kernels and copies out still read."""
+    n, calls = 4_000_003, 6
+    rng = np.random.default_rng(1)
+    p = st.Pipeline(n, np.int32, 8, shrink=0.6)
+    host = [[cuda.pinned_array(n, np.int32) for _ in range(3)] for _ in range(calls)]
+    for a, b, out in host:  # different inputs for every call
+        a[:], b[:], out[:] = rng.integers(-2**30, 2**30, n), rng.integers(-2**30, 2**30, n), -7
+    for a, b, out in host:
+        st.VERSIONS[version](a, b, out, p, wait=False)
+    p.synchronize()
+    for a, b, out in host:
+        check(out, a + b)
 
 
 @pytest.mark.gpu
