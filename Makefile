@@ -15,7 +15,7 @@ $(STAMP): requirements.txt pyproject.toml
 	touch $@
 
 book: $(STAMP)  ## build the HTML book, every chapter executed (simulator without a GPU)
-	$(VENV)/bin/jupyter-book build . --warningiserror --keep-going
+	$(VENV)/bin/jupyter-book build . --all --warningiserror --keep-going
 	@echo "The book is at file://$(CURDIR)/_build/html/index.html"
 
 test: $(STAMP) $(CHROMIUM)  ## the test suite (what .ci/run runs)
