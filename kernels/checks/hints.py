@@ -1,0 +1,153 @@
+"""One line from the tracer for a failing exercise: what the reader's threads did.
+
+When a kernel exercise fails, its checker traces the reader's kernel on the first
+failing case it can (a launch small enough for the tracer) and adds the most telling
+finding to that case's detail: a race, elements never written or written by several
+threads, loads that touch far more 32-byte sectors than needed, or, when none of
+these shows, that the arithmetic is the likeliest culprit.
+"""
+
+import numpy as np
+
+from kernels import trace
+from kernels.checks.core import call_with_time_limit
+
+__all__ = []  # used by the checkers, not called by readers
+TRACE_TIME_LIMIT_S = 30.0
+SHOWN = 4  # elements or threads named in one line
+
+
+def attach(report, cases, launch_of, *, gridstride=False, every_element=True):
+    """Append the tracer's line to the first failing case of `report` it can trace.
+
+    `cases` are the checker's (description, inputs, expected) in report order;
+    `launch_of(inputs)` gives (kernel, configuration, args, output_position) with
+    fresh arrays, as the checker launches them. With `gridstride`, a missed element
+    is explained by the thread a grid-stride loop gives it. Without `every_element`
+    (an in-place exercise, where an element may rightly stay as it is), elements
+    never written are not reported."""
+    for case, (_, inputs, _) in zip(report.cases, cases):
+        if case.passed:
+            continue
+        if case.detail.startswith("your code did not finish"):
+            return report  # a hung kernel would hang the tracer too
+        kernel, configuration, args, output = launch_of(inputs)
+        try:
+            line = call_with_time_limit(kernel_hint, kernel, configuration, args, output,
+                                        gridstride, every_element,
+                                        seconds=TRACE_TIME_LIMIT_S)
+        except trace.TraceTooLarge:
+            continue  # try a smaller failing case
+        except Exception:  # the tracer cannot say more than the failure already does
+            return report
+        if line:
+            case.detail += f"\n        the tracer: {line}"
+        return report
+    return report
+
+
+def kernel_hint(kernel, configuration, args, output, gridstride=False, every_element=True):
+    """The likeliest cause of a wrong result in argument number `output`, in a sentence."""
+    t = trace.launch(kernel, configuration, *args)
+    launch = t.launch()
+    name = list(launch.arrays)[_array_position(args, output)]
+    races = trace.races(t)
+    if races:
+        more = f" ({len(races) - 1} more elements like it)" if len(races) > 1 else ""
+        return races[0].describe() + more
+    cov = trace.coverage(t, name)
+    if cov.missed and every_element:
+        return _missed(launch, cov, name, gridstride)
+    if cov.repeated:
+        return _repeated(launch, name, cov.repeated[0])
+    twice = np.argwhere(cov.writes > 1)
+    if len(twice):
+        index = tuple(int(i) for i in twice[0])
+        return (f"{len(twice)} elements of {name} were written more than once, "
+                f"{name}[{_idx(index)}] {int(cov.writes[index])} times by "
+                f"{cov.first[index].who()}: each element needs exactly one final write")
+    unread = _unread(t, launch, name)
+    if unread:
+        return unread
+    slow = _uncoalesced(t, launch)
+    if slow:
+        return slow
+    every = "every element" if not cov.missed else "every element written"
+    return (f"{every} of {name} was written once, by one thread, and no two threads "
+            "race, so check the arithmetic (a [1, 1] launch runs your kernel as a plain "
+            "loop)")
+
+
+def _array_position(args, output):
+    """Position of argument `output` among the array arguments."""
+    arrays = [i for i, a in enumerate(args) if isinstance(a, np.ndarray) and a.ndim > 0]
+    return arrays.index(output)
+
+
+def _grid_index(launch, access, dims):
+    """cuda.grid(dims) of the thread that made `access`."""
+    return tuple(access.block[d] * launch.block[d] + access.thread[d] for d in range(dims))
+
+
+def _missed(launch, cov, name, gridstride):
+    missed = cov.missed
+    shown = ", ".join(f"{name}[{_idx(i)}]" for i in missed[:SHOWN])
+    more = f" and {len(missed) - SHOWN} more" if len(missed) > SHOWN else ""
+    head = (f"{len(missed)} elements were never written ({shown}{more})" if len(missed) > 1
+            else f"{shown} was never written")
+    if not gridstride:
+        return head
+    size = tuple(launch.grid[d] * launch.block[d] for d in range(len(missed[0])))
+    # The thread a grid-stride loop gives the first missed element: index mod grid size,
+    # x along the last axis.
+    owner = tuple(i % s for i, s in zip(reversed(missed[0]), size))
+    wrote = [a.index for a in launch.of(name, ("write", "atomic"))
+             if _grid_index(launch, a, len(owner)) == owner]
+    did = (f"wrote {', '.join(f'{name}[{_idx(i)}]' for i in wrote[:SHOWN])}"
+           + (" ..." if len(wrote) > SHOWN else "") if wrote else "wrote nothing")
+    grid = " x ".join(str(s) for s in size)
+    threads = "thread" if np.prod(size) == 1 else "threads"
+    return (f"{head}. With {grid} {threads}, a grid-stride loop gives "
+            f"{name}[{_idx(missed[0])}] to the thread at cuda.grid() = {_idx(owner)}, "
+            f"which {did}")
+
+
+def _repeated(launch, name, index):
+    writers = []
+    for a in launch.of(name, ("write", "atomic")):
+        if a.index == index and a.who() not in writers:
+            writers.append(a.who())
+    listed = ", ".join(writers[:SHOWN]) + (" ..." if len(writers) > SHOWN else "")
+    return (f"{name}[{_idx(index)}] was written by {len(writers)} threads ({listed}); "
+            "each element needs exactly one")
+
+
+def _unread(t, launch, output):
+    """Input elements no thread read: every input element counts in these exercises."""
+    for name, info in launch.arrays.items():
+        if name == output or info["space"] != "global" or info.get("same_as"):
+            continue
+        missed = trace.coverage(t, name, kinds=("read",)).missed
+        if missed:
+            shown = ", ".join(f"{name}[{_idx(i)}]" for i in missed[:SHOWN])
+            more = f" and {len(missed) - SHOWN} more" if len(missed) > SHOWN else ""
+            return (f"no thread read {shown}{more}, so {output} cannot depend on "
+                    f"{'them' if len(missed) > 1 else 'it'}")
+    return None
+
+
+def _uncoalesced(t, launch):
+    for name, info in launch.arrays.items():
+        if info["space"] != "global" or info.get("same_as"):
+            continue
+        for kind in ("read", "write"):
+            if not launch.of(name, (kind,)):
+                continue
+            count = trace.sectors(t, name, kind=kind)
+            if count.mean >= 2 * count.mean_ideal and count.mean - count.mean_ideal >= 2:
+                return "your " + count.describe()
+    return None
+
+
+def _idx(index):
+    return ", ".join(str(i) for i in index)

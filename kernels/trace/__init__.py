@@ -1,0 +1,86 @@
+"""See the threads: trace what every thread of a kernel reads and writes.
+
+``trace.run(host_function, *args, **kwargs)`` calls one of the course's host
+functions (or any function that launches kernels) with the Numba CUDA simulator
+patched to record every access to global and shared arrays: block, thread, array,
+index, read / write / atomic, and the order. ``trace.launch(kernel, (blocks,
+threads), *args)`` does the same for one ``@cuda.jit`` kernel. Both return a
+`Trace`; the analyses (coverage, 32-byte sectors per warp access, shared-memory bank
+conflicts, races) and the pictures take it.
+
+A trace is the kernel's *access pattern* at a tiny launch: which thread touches
+which element, and what orders those accesses (barriers, atomics, locks, streams).
+It is not the GPU's timing, nor its real interleaving: the simulator runs one block
+at a time and its threads as OS threads.
+
+On a machine with a GPU, Numba has already chosen the GPU when ``kernels`` was
+imported (it reads NUMBA_ENABLE_CUDASIM once), so the trace runs in a separate
+Python process on the simulator, and says so (kernels.trace.remote); the function
+and its arguments must then be picklable (module-level functions, NumPy arrays);
+a kernel travels by module and name, or as its source if it was defined in a
+notebook.
+"""
+
+from kernels import SIMULATOR
+from kernels.trace.analyses import (bank_conflicts, coverage, lock_order, races,  # noqa
+                                    sectors, stream_races)
+from kernels.trace import remote
+from kernels.trace.model import Trace, TraceError, TraceTooLarge
+
+__all__ = ["run", "launch", "Trace", "TraceError", "TraceTooLarge",
+           "coverage", "sectors", "bank_conflicts", "races", "stream_races", "lock_order"]
+
+
+def _is_kernel(obj):
+    """True for a @cuda.jit kernel (not a device function), on the simulator or a GPU."""
+    if SIMULATOR:
+        from numba.cuda.simulator.kernel import FakeCUDAKernel
+
+        return isinstance(obj, FakeCUDAKernel) and not obj._device
+    from numba.cuda.dispatcher import CUDADispatcher
+
+    return isinstance(obj, CUDADispatcher) and not obj.targetoptions.get("device")
+
+
+def _record(fn, args, kwargs):
+    from kernels.trace import hooks
+
+    with hooks.recording() as rec:
+        fn(*args, **kwargs)
+    if not rec.launches:
+        raise TraceError(f"{getattr(fn, '__name__', fn)} launched no kernel: nothing to trace")
+    return Trace(rec.launches, rec.operations, dict(rec._allocations))
+
+
+def _launch_kernel(kernel, configuration, *args):
+    kernel[configuration](*args)
+
+
+def run(fn, *args, **kwargs):
+    """Call fn(*args, **kwargs) on the simulator and record every kernel it launches."""
+    if not callable(fn):
+        raise TypeError(f"trace.run needs a function that launches kernels, got "
+                        f"{type(fn).__name__}")
+    if _is_kernel(fn):
+        raise TypeError(f"{fn.__name__} is a kernel: use trace.launch({fn.__name__}, "
+                        "(blocks, threads), *args), or trace.run(host_function, ...)")
+    if SIMULATOR:
+        return _record(fn, args, kwargs)
+    return remote.in_simulator_process(fn, args, kwargs)
+
+
+def launch(kernel, configuration, *args):
+    """Launch kernel[configuration](*args) on the simulator and record it."""
+    if not _is_kernel(kernel):
+        what = getattr(kernel, "__name__", type(kernel).__name__)
+        raise TypeError(f"{what} is not a CUDA kernel: trace.launch takes a function "
+                        "decorated with @cuda.jit (not a device function, not a plain "
+                        "Python function)")
+    if not (isinstance(configuration, tuple) and len(configuration) in (2, 3)):
+        raise TypeError(f"configuration must be (blocks, threads) or (blocks, threads, "
+                        f"stream), got {configuration!r}")
+    if SIMULATOR:
+        return _record(_launch_kernel, (kernel, configuration) + args, {})
+    return remote.in_simulator_process(
+        _launch_kernel, (remote.portable(kernel), configuration) + args, {})
+

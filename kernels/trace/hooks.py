@@ -1,0 +1,184 @@
+"""The simulator hooks: while recording() is active, the Numba CUDA simulator's array
+indexing, atomics, barriers, shared arrays, launches, copies, streams and events
+report to a Recorder. Outside it the simulator is exactly as Numba ships it.
+"""
+
+import contextlib
+import sys
+import threading
+
+from numba.cuda.simulator import api, kernel, kernelapi
+from numba.cuda.simulator.cudadrv import devicearray, driver
+
+from kernels.trace.model import TraceError
+from kernels.trace.record import Recorder
+
+_active = None  # the Recorder of the recording in progress, if any
+
+
+def _patches(rec):
+    """(object, attribute, replacement) for every simulator hook."""
+    FW = devicearray.FakeWithinKernelCUDAArray
+    get0, set0 = FW.__getitem__, FW.__setitem__
+
+    def getitem(self, idx):
+        rec.record(self._item._ary, idx, "read", "read", sys._getframe(1))
+        return get0(self, idx)
+
+    def setitem(self, idx, val):
+        rec.record(self._item._ary, idx, "write", "write", sys._getframe(1))
+        return set0(self, idx, val)
+
+    def atomic(name, method):
+        def wrapper(self, array, *args):
+            index = (0,) * len(array.shape) if name == "compare_and_swap" else args[0]
+            ary = array._item._ary if isinstance(array, FW) else array
+            thread = threading.current_thread()
+            rec.record(ary, index, "atomic", name, sys._getframe(1))
+            thread._quiet = True
+            try:
+                old = method(self, array, *args)
+            finally:
+                thread._quiet = False
+            change = _track_lock(thread, name, ary, index, args, old)
+            if change:
+                rec.lock_changed(thread, change)
+            return old
+        return wrapper
+
+    def syncthreads(self):
+        sync0(self)
+        self._epoch = getattr(self, "_epoch", 0) + 1
+
+    def grid_sync(self):
+        ctx = kernel._get_kernel_context()
+        blocks = ctx.gridDim.x * ctx.gridDim.y * ctx.gridDim.z
+        if blocks > 1:
+            raise TraceError(f"grid.sync() with {blocks} blocks: the simulator runs blocks "
+                             "one after another and cannot make them wait for each other. "
+                             "Trace a cooperative kernel with one block (as the simulator "
+                             "runs it), or run it on a GPU")
+        threading.current_thread().syncthreads()
+
+    def launch(self, configuration):
+        get_config(self, configuration)
+        self._trace_stream = configuration[2] if len(configuration) > 2 else 0
+        return self
+
+    def call(self, *args):
+        if self._device or kernel._kernel_context is not None:
+            return call0(self, *args)
+        stream = getattr(self, "_trace_stream", 0)
+        self._trace_stream = 0
+        return rec.run_kernel(call0, self, stream, args)
+
+    def shared(self, shape, dtype, alignment=None):
+        return rec.shared_array(shared0, self, shape, dtype, alignment, sys._getframe(1))
+
+    def copy_to_device(self, ary, stream=0):
+        out = to_dev0(self, ary, stream=stream)
+        rec.copied("copy in", stream, self._ary, self._ary.nbytes)
+        return out
+
+    def copy_to_host(self, ary=None, stream=0):
+        out = to_host0(self, ary, stream=stream)
+        rec.copied("copy out", stream, self._ary, self._ary.nbytes)
+        return out
+
+    def host_to_device(dst, src, size, stream=0):
+        h2d0(dst, src, size, stream)
+        if not isinstance(dst, devicearray.FakeCUDAArray):
+            return  # the simulator's device_to_host copies through this function
+        rec.copied("copy in", stream, dst._ary, size)
+
+    def device_to_host(dst, src, size, stream=0):
+        d2h0(dst, src, size, stream)
+        rec.copied("copy out", stream, src._ary, size)
+
+    def stream_sync(self):
+        rec.host_waits(rec.clock_of(self))
+
+    def device_sync():
+        rec.host_waits(rec.clock_of(None))
+
+    def event_record(self, stream=0):
+        self._trace_clock = rec.clock_of(stream)
+
+    def event_wait(self, stream=0):
+        rec.stream_waits(stream, getattr(self, "_trace_clock", {}))
+
+    def event_sync(self):
+        rec.host_waits(getattr(self, "_trace_clock", {}))
+
+    sync0 = kernel.BlockThread.syncthreads
+    get_config, call0 = kernel.FakeCUDAKernel.__getitem__, kernel.FakeCUDAKernel.__call__
+    shared0 = kernelapi.FakeCUDAShared.array
+    to_dev0 = devicearray.FakeCUDAArray.copy_to_device
+    to_host0 = devicearray.FakeCUDAArray.copy_to_host
+    h2d0, d2h0 = driver.host_to_device, driver.device_to_host
+    patches = [
+        (FW, "__getitem__", getitem), (FW, "__setitem__", setitem),
+        (kernel.BlockThread, "syncthreads", syncthreads),
+        (kernelapi.GridGroup, "sync", grid_sync),
+        (kernel.FakeCUDAKernel, "__getitem__", launch),
+        (kernel.FakeCUDAKernel, "__call__", call),
+        (kernelapi.FakeCUDAShared, "array", shared),
+        (devicearray.FakeCUDAArray, "copy_to_device", copy_to_device),
+        (devicearray.FakeCUDAArray, "copy_to_host", copy_to_host),
+        (driver, "host_to_device", host_to_device),
+        (driver, "device_to_host", device_to_host),
+        (api.stream, "synchronize", stream_sync),
+        (api, "synchronize", device_sync),
+        (api.Event, "record", event_record),
+        (api.Event, "wait", event_wait),
+        (api.Event, "synchronize", event_sync),
+    ]
+    for name in ("add", "sub", "and_", "or_", "xor", "inc", "dec", "exch", "max", "min",
+                 "nanmax", "nanmin", "compare_and_swap", "cas"):
+        patches.append((kernelapi.FakeCUDAAtomic, name,
+                        atomic(name, getattr(kernelapi.FakeCUDAAtomic, name))))
+    return patches
+
+
+def _track_lock(thread, name, ary, index, args, old):
+    """A successful cas(m, i, 0, v != 0) takes lock m[i]; exch(m, i, 0) releases it.
+    Returns "take", "release" or None."""
+    if name not in ("cas", "exch"):
+        return None
+    if not isinstance(index, tuple):
+        index = (index,)
+    address = ary.__array_interface__["data"][0] + sum(
+        int(i) * s for i, s in zip(index, ary.strides))
+    locks = thread.__dict__.setdefault("_locks", set())
+    if name == "cas" and old == args[1] == 0 and args[2] != 0:
+        locks.add(address)
+        return "take"
+    if name == "exch" and args[1] == 0 and address in locks:
+        locks.discard(address)
+        return "release"
+    return None
+
+
+@contextlib.contextmanager
+def recording():
+    """Patch the simulator for the duration; yield the Recorder."""
+    global _active
+    from numba import cuda
+
+    if _active is not None:
+        raise TraceError("a trace is already being recorded; traces do not nest")
+    rec = Recorder()
+    patches = _patches(rec)
+    saved = [(obj, attr, obj.__dict__[attr]) for obj, attr, _ in patches]
+    cuda_sync = cuda.synchronize
+    _active = rec
+    for obj, attr, new in patches:
+        setattr(obj, attr, new)
+    cuda.synchronize = api.synchronize  # the name the course's code calls
+    try:
+        yield rec
+    finally:
+        for obj, attr, old in saved:
+            setattr(obj, attr, old)
+        cuda.synchronize = cuda_sync
+        _active = None

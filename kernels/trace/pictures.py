@@ -1,0 +1,320 @@
+"""Pictures of traces. Each function returns a matplotlib Figure.
+
+coverage_figure  element -> thread map, coloured by block
+sectors_figure   one warp's accesses over memory, with the 32-byte sectors touched
+banks_figure     one warp's accesses to a shared tile, and the words asked of each bank
+timeline_figure  every access to one element, thread by thread, with barriers and races
+locks_figure     who held a lock, in the order the simulator ran them
+streams_figure   copies and kernels on streams, racing pairs joined
+"""
+
+import textwrap
+
+import matplotlib.pyplot as plt
+import numpy as np
+from matplotlib.patches import Patch, Rectangle
+
+from kernels.trace import analyses
+from kernels.trace.model import dim3_text
+
+GREY = (0.9, 0.9, 0.9)
+RED = "#d62728"
+KIND_MARKER = {"read": "o", "write": "s", "atomic": "^"}
+
+
+def _block_colors(n):
+    return plt.cm.tab10(np.arange(max(n, 1)) % 10)
+
+
+def coverage_figure(coverages, titles=None, mark=None, mark_label="marked", width=9):
+    """One panel per Coverage: each element's cell is coloured by the block of the
+    thread that wrote it and shows that thread's index (cuda.grid); grey cells were
+    never written; red-edged ones were written by more than one thread, or are in
+    `mark` (one list of indices per panel)."""
+    titles = titles or [f"{c.kernel}: {c.array}" for c in coverages]
+    heights = [c.thread.reshape(-1, c.thread.shape[-1]).shape[0] for c in coverages]
+    fig, axes = plt.subplots(len(coverages), 1, squeeze=False,
+                             figsize=(width, sum(0.45 * h + 0.6 for h in heights) + 0.5),
+                             gridspec_kw={"height_ratios": [h + 1 for h in heights]})
+    blocks = max(int(c.block.max()) + 1 for c in coverages)
+    colors = _block_colors(blocks)
+    for k, (cov, ax, title) in enumerate(zip(coverages, axes[:, 0], titles)):
+        _coverage_panel(ax, cov, colors, set(mark[k]) if mark else set())
+        ax.set_title(_wrap(title, int(width * 12)), fontsize=9, loc="left")
+    two_d = coverages[-1].thread.ndim == 2
+    axes[-1, 0].set_xlabel(("column" if two_d else "element index") + " (each cell: "
+                           "cuda.grid() of the thread that wrote it)", fontsize=8)
+    handles = [Patch(color=colors[b], label=f"block {b}") for b in range(blocks)]
+    handles.append(Patch(facecolor=GREY, label="never written"))
+    if any(mark or []) or any(c.repeated for c in coverages):
+        handles.append(Patch(facecolor="white", edgecolor=RED, linewidth=2,
+                             label=mark_label if mark else "written by several threads"))
+    fig.legend(handles=handles, fontsize=7, ncol=min(len(handles), 8), loc="lower center",
+               frameon=False, handlelength=1)
+    fig.tight_layout(rect=(0, 0.07 if len(handles) <= 8 else 0.12, 1, 1))
+    return fig
+
+
+def _coverage_panel(ax, cov, colors, marked):
+    owner = cov.thread.reshape(-1, cov.thread.shape[-1])
+    block = cov.block.reshape(owner.shape)
+    writers = cov.writers.reshape(owner.shape)
+    labels = cov.labels.reshape(owner.shape)
+    rows, cols = owner.shape
+    for r in range(rows):
+        for c in range(cols):
+            written = owner[r, c] >= 0
+            index = (r, c) if cov.thread.ndim == 2 else (c,)
+            edge = RED if writers[r, c] > 1 or index in marked else "white"
+            ax.add_patch(Rectangle((c, rows - 1 - r), 1, 1,
+                                   facecolor=colors[block[r, c]] if written else GREY,
+                                   edgecolor=edge, linewidth=2 if edge == RED else 1))
+            ax.text(c + 0.5, rows - 0.5 - r, labels[r, c] if written else "–",
+                    ha="center", va="center", fontsize=6 if cols > 24 else 8,
+                    color="white" if written else "black")
+    ax.set_xlim(0, cols)
+    ax.set_ylim(0, rows)
+    step = 1 if cols <= 25 else 5
+    ax.set_xticks(np.arange(0, cols, step) + 0.5, [str(c) for c in range(0, cols, step)],
+                  fontsize=7)
+    ax.set_yticks(np.arange(rows) + 0.5, [str(r) for r in range(rows)][::-1]
+                  if cov.thread.ndim == 2 else [""] * rows, fontsize=7)
+    if cov.thread.ndim == 2:
+        ax.set_ylabel("row", fontsize=8)
+    ax.tick_params(length=0)
+    for spine in ax.spines.values():
+        spine.set_visible(False)
+
+
+def sectors_figure(counts, titles=None, which=0, width=9):
+    """One panel per SectorCount: the `which`-th warp access, its lanes over memory
+    (byte offset in the allocation) and the 32-byte sectors they touch, shaded."""
+    titles = titles or [c.describe() for c in counts]
+    fig, axes = plt.subplots(len(counts), 1, squeeze=False,
+                             figsize=(width, 1.6 * len(counts) + 0.4))
+    span = max((max(a.sector_base for a in c.warp_accesses[which].accesses)
+                // analyses.SECTOR + 1) * analyses.SECTOR + 16 for c in counts)
+    for count, ax, title in zip(counts, axes[:, 0], titles):
+        warp = count.warp_accesses[which]
+        touched = sorted({a.sector_base // analyses.SECTOR for a in warp.accesses})
+        for s in touched:
+            ax.add_patch(Rectangle((s * analyses.SECTOR, 0), analyses.SECTOR, 1,
+                                   facecolor="#ffd8a8", edgecolor="#e8590c", linewidth=0.8))
+        offsets = [a.sector_base for a in warp.accesses]
+        ax.scatter(offsets, [0.5] * len(offsets), c=[a.lane for a in warp.accesses],
+                   cmap="viridis", s=14, zorder=3)
+        ax.set_xlim(-4, max(span, 4 * analyses.SECTOR))
+        ax.set_ylim(0, 1)
+        ax.set_yticks([])
+        ax.set_title(_wrap(f"{title}: this warp access touches {warp.units} sectors "
+                           f"(fewest possible: {warp.ideal})", int(width * 12)),
+                     fontsize=9, loc="left")
+    axes[-1, 0].set_xlabel("byte offset in the array (dots: lanes 0-31, dark to light; "
+                           "shaded: 32-byte sectors moved)", fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
+def banks_figure(counts, titles=None, which=None, width=9):
+    """One column of panels per BankCount: the shared tile around the cells one warp
+    access touches (each cell labelled with its bank), and the words asked of each
+    bank. `which` picks the warp access (default: the worst)."""
+    titles = titles or [c.describe() for c in counts]
+    fig, axes = plt.subplots(2, len(counts), squeeze=False, figsize=(width, 4.6),
+                             gridspec_kw={"height_ratios": [3, 1.4]})
+    for k, (count, title) in enumerate(zip(counts, titles)):
+        warp = count.worst if which is None else count.warp_accesses[which]
+        _tile_panel(axes[0, k], count, warp, _wrap(title, int(width * 12 / len(counts))))
+        per_bank = {}
+        for a in warp.accesses:
+            for w in analyses.words(a, count.row_length):
+                per_bank.setdefault(w % analyses.BANKS, set()).add(w)
+        heights = [len(per_bank.get(b, ())) for b in range(analyses.BANKS)]
+        axes[1, k].bar(range(analyses.BANKS), heights,
+                       color=[RED if h > 1 else "#2b8a3e" for h in heights])
+        axes[1, k].set_xlabel("bank", fontsize=8)
+        axes[1, k].set_ylabel("distinct words", fontsize=8)
+        axes[1, k].set_xticks(range(0, 32, 4))
+        axes[1, k].tick_params(labelsize=7)
+        axes[1, k].set_ylim(0, max(heights) + 0.5)
+        axes[1, k].yaxis.get_major_locator().set_params(integer=True)
+    fig.tight_layout()
+    return fig
+
+
+def _tile_panel(ax, count, warp, title):
+    rows = sorted({a.index[0] for a in warp.accesses})
+    cols = sorted({a.index[-1] for a in warp.accesses})
+    row_length = count.row_length or count.shape[-1]
+    r0, r1 = max(rows[0] - 1, 0), min(rows[-1] + 2, count.shape[0])
+    c0, c1 = max(cols[0] - 2, 0), min(cols[-1] + 3, row_length)
+    lanes = {}
+    for a in warp.accesses:
+        lanes.setdefault(a.index, []).append(a.lane)
+    for r in range(r0, r1):
+        for c in range(c0, c1):
+            bank = (r * row_length + c) * count.itemsize // analyses.WORD % analyses.BANKS
+            hit = (r, c) in lanes
+            ax.add_patch(Rectangle((c, r1 - 1 - r), 1, 1, facecolor="#a5d8ff" if hit else
+                                   "white", edgecolor="#adb5bd", linewidth=0.5))
+            ax.text(c + 0.5, r1 - 0.5 - r, str(bank), ha="center", va="center", fontsize=6,
+                    color="black" if hit else "#868e96")
+    ax.set_xlim(c0, c1)
+    ax.set_ylim(0, r1 - r0)
+    ax.set_xticks(np.arange(c0, c1) + 0.5, [str(c) if (c - c0) % 2 == 0 else ""
+                                             for c in range(c0, c1)], fontsize=6)
+    ax.set_yticks(np.arange(r1 - r0) + 0.5, [str(r) for r in range(r0, r1)][::-1],
+                  fontsize=6)
+    ax.tick_params(length=0)
+    ax.set_title(title, fontsize=8, loc="left")
+    ax.set_xlabel("column (cells: bank number; blue: touched by this warp access)",
+                  fontsize=7)
+    ax.set_ylabel("row", fontsize=7)
+
+
+def timeline_figure(panels, titles=None, threads=8, width=9):
+    """One panel per (trace, array, index[, kernel]): every access to array[index] in
+    one launch, one row per thread (at most `threads`), in the order the simulator ran
+    them; each marked with the thread's barrier epoch, and the first race on that
+    element (if any) joined in red."""
+    rows = []
+    for panel in panels:
+        trace, array, index, *kernel = panel
+        rows.append(_timeline_rows(trace, array, index, kernel[0] if kernel else None,
+                                   threads))
+    fig, axes = plt.subplots(len(panels), 1, squeeze=False, figsize=(
+        width, sum(0.4 * len(r[1]) + 1.2 for r in rows) + 0.4))
+    for k, (ax, row) in enumerate(zip(axes[:, 0], rows)):
+        _timeline_panel(ax, *row, title=titles[k] if titles else None)
+    axes[-1, 0].set_xlabel("order in which the simulator ran them (one possible order of "
+                           "many)\n● read   ■ write   ▲ atomic   eN: the thread had passed "
+                           "N barriers", fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
+def _timeline_rows(trace, array, index, kernel, threads):
+    launch = trace.launch(kernel)
+    index = tuple(index) if isinstance(index, (tuple, list)) else (index,)
+    accesses = [a for a in launch.of(array) if a.index == index]
+    if not accesses:
+        raise ValueError(f"no thread of {launch.kernel} touched {array}[{index}]")
+    race = next((r for r in analyses.races(trace, launch.kernel)
+                 if r.array == array and r.index == index), None)
+    who = []  # the racing pair first, then threads in block and thread order
+    by_thread = sorted(accesses, key=lambda a: (a.block[::-1], a.tid))
+    for a in ([race.first, race.second] if race else []) + by_thread:
+        if (a.block, a.thread) not in who:
+            who.append((a.block, a.thread))
+    who = who[:threads]
+    shown = [a for a in accesses if (a.block, a.thread) in who]
+    return launch, who, shown, race, array, index
+
+
+def _timeline_panel(ax, launch, who, shown, race, array, index, title):
+    order = {a.seq: x for x, a in enumerate(shown)}
+    for a in shown:
+        y = who.index((a.block, a.thread))
+        ax.scatter(order[a.seq], y, marker=KIND_MARKER[a.kind], s=50, zorder=3,
+                   color="#1c7ed6" if a.kind == "read" else "#e8590c")
+        ax.annotate(f"e{a.epoch}", (order[a.seq], y), textcoords="offset points",
+                    xytext=(0, 7), ha="center", fontsize=6, color="#495057")
+    if race:
+        ax.plot([order[race.first.seq], order[race.second.seq]],
+                [who.index((race.first.block, race.first.thread)),
+                 who.index((race.second.block, race.second.thread))],
+                color=RED, linewidth=2, zorder=2)
+    ax.set_yticks(range(len(who)),
+                  [f"block {dim3_text(b)} thread {dim3_text(t)}" for b, t in who], fontsize=7)
+    ax.set_ylim(len(who) - 0.4, -0.8)
+    ax.set_xlim(-0.7, len(shown) - 0.3)
+    idx = ", ".join(str(i) for i in index)
+    verdict = (f"race: {race.describe()}" if race else
+               "no race: any two conflicting accesses are both atomic, or ordered by a "
+               "barrier or a lock")
+    head = title or f"{launch.kernel}: accesses to {array}[{idx}]"
+    ax.set_title(f"{head}\n{_wrap(verdict, 110)}", fontsize=8, loc="left")
+
+
+def _wrap(text, width):
+    """`text` in lines of at most `width` characters (titles must fit the figure)."""
+    return "\n".join(textwrap.wrap(text, width))
+
+
+def locks_figure(trace, guarded, kernel=None, width=9):
+    """Who held the lock, in the simulator's order: a bar per holder from take to
+    release, with its accesses to the `guarded` array inside."""
+    launch = trace.launch(kernel)
+    events = analyses.lock_order(trace, launch.kernel)
+    if not events:
+        raise ValueError(f"{launch.kernel} took no lock (a cas(m, i, 0, v) that found 0)")
+    held = []
+    for access, change in events:
+        if change == "take":
+            held.append([access, None])
+        else:
+            held[-1][1] = access
+    fig, ax = plt.subplots(figsize=(width, 0.35 * len(held) + 1.4))
+    rank = {a.seq: x for x, a in enumerate(sorted(launch.accesses, key=lambda a: a.seq))}
+    colors = _block_colors(len(held))
+    for y, (take, release) in enumerate(held):
+        end = rank[release.seq] if release else len(rank)
+        ax.barh(y, end - rank[take.seq], left=rank[take.seq], color=colors[y], alpha=0.35)
+        inside = [a for a in launch.of(guarded) if take.seq < a.seq and
+                  (release is None or a.seq < release.seq) and a.thread == take.thread and
+                  a.block == take.block]
+        ax.scatter([rank[a.seq] for a in inside], [y] * len(inside),
+                   c=[colors[y]] * len(inside), s=30, zorder=3)
+    ax.set_yticks(range(len(held)), [a.who() for a, _ in held], fontsize=7)
+    ax.invert_yaxis()
+    ax.set_xlabel(f"accesses recorded so far (bars: lock held; dots: its reads and writes "
+                  f"of {guarded})", fontsize=8)
+    found = [r for r in analyses.races(trace, launch.kernel) if r.array == guarded]
+    verdict = (f"{len(found)} races on {guarded}" if found else
+               f"no race on {guarded}: every access is made under the lock")
+    ax.set_title(f"{launch.kernel}: one holder at a time, in the simulator's order (on a "
+                 f"GPU the queue forms in arrival order)\n{verdict}", fontsize=8, loc="left")
+    fig.tight_layout()
+    return fig
+
+
+def streams_figure(traces, titles=None, width=9):
+    """One panel per trace: its copies and kernels, one row per stream, in issue
+    order; every pair that races (stream_races) is joined by a red line."""
+    heights = [len({op.stream for op in t.operations}) for t in traces]
+    fig, axes = plt.subplots(len(traces), 1, squeeze=False,
+                             figsize=(width, sum(0.45 * h + 0.9 for h in heights) + 0.4))
+    for k, (trace, ax) in enumerate(zip(traces, axes[:, 0])):
+        _streams_panel(ax, trace, titles[k] if titles else None)
+    axes[-1, 0].set_xlabel("operations in the order the host issued them (in: copy to the "
+                           "device, K: kernel, out: copy back)", fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
+def _streams_panel(ax, trace, title):
+    ops = trace.operations
+    streams = sorted({op.stream for op in ops})
+    x_of = {op.seq: x for x, op in enumerate(ops)}
+    colors = {"copy in": "#74c0fc", "copy out": "#b2f2bb"}
+    for op in ops:
+        y = streams.index(op.stream)
+        kind = op.what if op.what in colors else "kernel"
+        ax.add_patch(Rectangle((x_of[op.seq], y - 0.35), 0.9, 0.7,
+                               facecolor=colors.get(kind, "#ffd8a8"), edgecolor="#495057",
+                               linewidth=0.5))
+        ax.text(x_of[op.seq] + 0.45, y, {"copy in": "in", "copy out": "out"}.get(kind, "K"),
+                ha="center", va="center", fontsize=7)
+    found = analyses.stream_races(trace)
+    for race in found:
+        ax.plot([x_of[race.first.seq] + 0.45, x_of[race.second.seq] + 0.45],
+                [streams.index(race.first.stream), streams.index(race.second.stream)],
+                color=RED, linewidth=0.6, alpha=0.4)
+    ax.set_xlim(-0.2, len(ops))
+    ax.set_ylim(len(streams) - 0.4, -0.6)
+    ax.set_yticks(range(len(streams)), [f"stream {s}" if s else "default stream"
+                                        for s in streams], fontsize=7)
+    verdict = (f"{len(found)} pairs of operations on different streams use the same device "
+               "memory with nothing ordering them (red)" if found else
+               "no two operations that use the same device memory are left unordered")
+    ax.set_title(f"{title}\n{verdict}" if title else verdict, fontsize=8, loc="left")

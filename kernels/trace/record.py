@@ -1,0 +1,289 @@
+"""Recording: the Recorder that logs every memory access of kernels on the simulator.
+
+While kernels.trace.hooks.recording() is active, the simulator reports to a Recorder:
+
+* array indexing inside a kernel (global arguments and shared arrays) logs a read
+  or a write with the block, the thread, the array, the index and the thread's
+  barrier count (its *epoch*: how many ``syncthreads`` it has passed);
+* ``cuda.atomic.*`` logs one atomic access instead of the read and write inside it,
+  and a successful ``cas(mutex, i, 0, v)`` / ``exch(mutex, i, 0)`` takes and
+  releases lock ``mutex[i]`` for the accesses in between;
+* kernel launches, ``copy_to_device`` / ``copy_to_host``, events and
+  synchronisations are logged as operations on streams, so that work on different
+  streams can be ordered afterwards (the simulator itself runs everything in order).
+
+The simulator runs one block at a time and the threads of a block as OS threads,
+so the order of the log is *an* order, not the GPU's: analyses use it only for what
+does not depend on timing.
+"""
+
+import bisect
+import dis
+import functools
+import itertools
+import threading
+
+import numpy as np
+from numba.core import types
+from numba.cuda.simulator import kernel
+from numba.cuda.simulator.cudadrv import devicearray
+from numba.np import numpy_support
+
+from kernels.trace.model import Access, Launch, Operation, TraceError, TraceTooLarge
+
+MAX_THREADS = 4096  # per launch: each simulated thread is an OS thread
+MAX_ACCESSES = 400_000  # per recording: beyond this the pictures say nothing more
+GPU_ONLY = ("shfl_sync", "shfl_up_sync", "shfl_down_sync", "shfl_xor_sync", "ballot_sync",
+            "match_any_sync", "match_all_sync", "activemask", "lanemask_lt", "vote_sync_intrinsic",
+            "all_sync", "any_sync", "eq_sync")
+
+
+class _Region:
+    def __init__(self, name, space, ary):
+        self.name, self.space = name, space
+        self.start = ary.__array_interface__["data"][0]
+        self.end = self.start + ary.nbytes
+        self.shape, self.dtype = ary.shape, ary.dtype
+        root = ary
+        while isinstance(root.base, np.ndarray):
+            root = root.base
+        self.root = root.__array_interface__["data"][0]
+
+
+def _dim3(d):
+    return (d.x, d.y, d.z)
+
+
+class Recorder:
+    """Patches the simulator while active; collects launches and stream operations."""
+
+    def __init__(self):
+        self.launches, self.operations = [], []
+        self.count = 0
+        self.last = {}  # thread ident -> its latest Access (the atomic that took a lock)
+        self._seq = itertools.count()
+        self._lock = threading.Lock()
+        self._regions = []  # sorted by start: (start, _Region), this launch's arrays
+        self._allocations = {}  # root address -> name, for stream pictures
+        self._launch = None
+        self._streams = {}  # id(stream) -> number; 0 is the default stream
+        self._stream_objs = []  # keeps them alive so their ids stay theirs
+        self._clocks = {0: {}}
+        self._host = {}  # what the host has waited for
+
+    # ---------------------------------------------------------------- streams
+    # Each stream keeps a vector clock (stream -> operations of that stream it has
+    # waited for); an operation carries its stream's clock when it was issued.
+
+    def _stream(self, s):
+        """The number of stream object `s`: 0 for the legacy default stream."""
+        if s is None or isinstance(s, int):
+            return 0
+        if id(s) not in self._streams:
+            self._streams[id(s)] = len(self._streams) + 1
+            self._stream_objs.append(s)
+            self._clocks[self._streams[id(s)]] = {}
+        return self._streams[id(s)]
+
+    @staticmethod
+    def _join(*clocks):
+        out = {}
+        for c in clocks:
+            for k, v in c.items():
+                out[k] = max(out.get(k, 0), v)
+        return out
+
+    def clock_of(self, stream):
+        """What work on `stream` has reached so far (None or 0: every stream's work,
+        as the legacy default stream and cuda.synchronize() see it)."""
+        s = None if stream is None else self._stream(stream)
+        return self._join(*self._clocks.values()) if not s else dict(self._clocks[s])
+
+    def host_waits(self, clock):
+        """The host waited for `clock`: work it queues from now on comes after it."""
+        self._host = self._join(self._host, clock)
+
+    def stream_waits(self, stream, clock):
+        """`stream` waits for `clock` (an event) before its next operation."""
+        s = self._stream(stream)
+        self._clocks[s] = self._join(self._clocks[s], clock)
+
+    def _operation(self, what, stream, reads, writes):
+        """Queue an operation on stream number `stream`: its clock follows the stream's
+        (the default stream 0 waits for every stream, and every stream waits for it)."""
+        others = self._clocks.values() if stream == 0 else [self._clocks[stream]]
+        clock = self._join(self._host, *others)
+        clock[stream] = clock.get(stream, 0) + 1
+        self._clocks[stream] = clock
+        if stream == 0:
+            for s in self._clocks:
+                self._clocks[s] = self._join(self._clocks[s], clock)
+        op = Operation(next(self._seq), what, stream, clock, reads, writes)
+        self.operations.append(op)
+        return op
+
+    def copied(self, what, stream, device, nbytes):
+        """A copy in (host to `device`) or out, of its first `nbytes` bytes."""
+        region = self._name_allocation(device)
+        span = [(region.start, region.start + nbytes)]
+        self._operation(what, self._stream(stream), [] if what == "copy in" else span,
+                        span if what == "copy in" else [])
+
+    def _name_allocation(self, ary):
+        region = _Region("", "global", ary)
+        if region.root not in self._allocations:
+            self._allocations[region.root] = f"device array {len(self._allocations) + 1}"
+        return region
+
+    def lock_changed(self, thread, change):
+        """`thread` took ("take") or released ("release") a lock with its last atomic."""
+        if self._launch is not None:
+            self._launch.lock_events.append((next(self._seq), self.last[thread.ident],
+                                             change))
+
+    # ---------------------------------------------------------------- regions
+
+    def _add_region(self, region):
+        starts = [r[0] for r in self._regions]
+        self._regions.insert(bisect.bisect(starts, region.start), (region.start, region))
+
+    def _find(self, address):
+        starts = [r[0] for r in self._regions]
+        i = bisect.bisect(starts, address) - 1
+        while i >= 0:
+            region = self._regions[i][1]
+            if region.start <= address < region.end:
+                return region
+            i -= 1
+        return None
+
+    # --------------------------------------------------------------- accesses
+
+    def record(self, ary, idx, kind, op, frame):
+        thread = threading.current_thread()
+        if not isinstance(thread, kernel.BlockThread) or getattr(thread, "_quiet", False):
+            return
+        if not isinstance(idx, tuple):
+            idx = (idx,)
+        if len(idx) != ary.ndim or not all(isinstance(i, (int, np.integer)) for i in idx):
+            return  # a slice or a field: it makes a view, and the view's accesses count
+        idx = tuple(int(i) % n if i < 0 else int(i) for i, n in zip(idx, ary.shape))
+        address = ary.__array_interface__["data"][0] + sum(
+            i * s for i, s in zip(idx, ary.strides))
+        region = self._find(address)
+        if region is None:
+            return  # not an argument or shared array of this launch (a local array)
+        flat = (address - region.start) // region.dtype.itemsize
+        index = tuple(int(i) for i in np.unravel_index(flat, region.shape))
+        counts = thread.__dict__.setdefault("_sites", {})
+        key = (id(frame.f_code), _instruction(frame.f_code, frame.f_lasti))
+        k = counts.get(key, 0)
+        counts[key] = k + 1
+        shared = region.space == "shared"
+        access = Access(
+            next(self._seq), _dim3(thread.blockIdx), _dim3(thread.threadIdx),
+            thread.thread_id, region.space, region.name, index,
+            address - region.start if shared else address,
+            address - (region.start if shared else region.root),
+            region.dtype.itemsize, kind, op, getattr(thread, "_epoch", 0),
+            frozenset(getattr(thread, "_locks", ())), (key[0], key[1], k))
+        with self._lock:
+            self.count += 1
+            self.last[thread.ident] = access
+            if self.count > MAX_ACCESSES:
+                raise TraceTooLarge(
+                    f"more than {MAX_ACCESSES:,} memory accesses recorded: trace a smaller "
+                    "input or a smaller launch (a few blocks of a few dozen threads show "
+                    "the pattern)")
+            self._launch.accesses.append(access)
+
+    # ----------------------------------------------------------------- launch
+
+    def run_kernel(self, original, dispatcher, stream, args):
+        """Launch `dispatcher` (configured) on `stream` through the simulator's own
+        launch `original`, recording its arrays and accesses."""
+        fn = dispatcher.fn
+        grid, block = dispatcher.grid_dim, dispatcher.block_dim
+        threads = int(np.prod(grid)) * int(np.prod(block))
+        if threads > MAX_THREADS:
+            raise TraceTooLarge(
+                f"{fn.__name__}[{grid}, {block}] launches {threads:,} threads; the tracer "
+                f"accepts at most {MAX_THREADS:,} (each is an OS thread on the simulator). "
+                "Pass a smaller input or fewer blocks: a few blocks show the pattern")
+        gpu_only = sorted(set(fn.__code__.co_names) & set(GPU_ONLY))
+        if gpu_only:
+            raise TraceError(f"{fn.__name__} calls cuda.{gpu_only[0]}, a warp-level "
+                             "primitive the simulator lacks: it needs a real GPU, and the "
+                             "tracer cannot run it")
+        names = list(fn.__code__.co_varnames[:fn.__code__.co_argcount])
+        wrapped, arrays, reads, writes = [], {}, [], []
+        self._regions = []
+        for name, arg in zip(names, args):
+            if isinstance(arg, np.ndarray) and arg.ndim > 0:
+                arg = devicearray.FakeCUDAArray(arg)  # in place: the caller sees the writes
+            if isinstance(arg, devicearray.FakeCUDAArray):
+                ary = arg._ary
+                if not (ary.flags.c_contiguous or ary.size <= 1):
+                    raise TraceError(f"argument {name} of {fn.__name__} is not C-contiguous;"
+                                     " the tracer maps addresses back to indices only for "
+                                     "contiguous arrays")
+                region = _Region(name, "global", ary)
+                self._name_allocation(ary)
+                same = self._find(region.start) if ary.size else None
+                arrays[name] = {"space": "global", "shape": ary.shape, "dtype": ary.dtype,
+                                "same_as": same.name if same else None}
+                if same is None:
+                    self._add_region(region)
+            wrapped.append(arg)
+        self._launch = Launch(len(self.launches), fn.__name__, tuple(grid), tuple(block),
+                              self._stream(stream), arrays)
+        self.launches.append(self._launch)
+        try:
+            original(dispatcher, *wrapped)
+        except AttributeError as err:
+            if "FakeCUDAModule" in str(err):
+                raise TraceError(f"{fn.__name__} uses something the simulator lacks "
+                                 f"({err}); it needs a real GPU") from None
+            raise
+        for a in self._launch.accesses:
+            if a.space == "global":
+                (writes if a.kind != "read" else reads).append((a.address, a.address + a.itemsize))
+        op = self._operation(f"kernel {fn.__name__}", self._stream(stream), reads, writes)
+        self._launch.clock = op.clock
+
+    def shared_array(self, original, shared, shape, dtype, alignment, frame):
+        if shape == 0 or alignment is not None:  # dynamic memory, or refused
+            ary = original(shared, shape, dtype, alignment)
+        else:
+            # As the simulator does: one allocation per source line of the kernel.
+            if isinstance(dtype, types.Type):
+                dtype = numpy_support.as_dtype(dtype)
+            line = frame.f_code.co_filename, frame.f_lineno
+            ary = shared._allocations.setdefault(line, np.empty(shape, dtype))
+        line = frame.f_code.co_filename, frame.f_lineno
+        text = _source_line(*line)
+        name = text.split("=")[0].strip() if "=" in text else f"shared@{line[1]}"
+        if name not in self._launch.arrays:
+            self._add_region(_Region(name, "shared", ary))
+            self._launch.arrays[name] = {"space": "shared", "shape": ary.shape,
+                                         "dtype": ary.dtype}
+        return devicearray.FakeWithinKernelCUDAArray(devicearray.FakeCUDAArray(ary))
+
+
+@functools.lru_cache(maxsize=None)
+def _offsets(code):
+    return [i.offset for i in dis.get_instructions(code)]
+
+
+def _instruction(code, lasti):
+    """The offset of the instruction at `lasti`. Python 3.11 reports a specialised
+    instruction's offset past its inline cache, so the same access can show two
+    different f_lasti values in two threads."""
+    offsets = _offsets(code)
+    return offsets[bisect.bisect(offsets, lasti) - 1]
+
+
+def _source_line(filename, lineno):
+    import linecache
+
+    return linecache.getline(filename, lineno).strip()

@@ -1,0 +1,89 @@
+"""kernels.trace pictures, and the traced figures every chapter draws."""
+
+import pathlib
+
+import matplotlib
+import numpy as np
+import pytest
+
+import kernels
+from kernels import atomics, gridstride, trace
+from kernels.trace import figures, pictures
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+pytestmark = pytest.mark.skipif(not kernels.SIMULATOR, reason="records on the simulator")
+BOOK = pathlib.Path(__file__).resolve().parent.parent / "book"
+
+
+@pytest.fixture(autouse=True)
+def close_figures():
+    yield
+    plt.close("all")
+
+
+def _content(fig):
+    """Patches, collections, lines and texts drawn on the figure's axes."""
+    return sum(len(ax.patches) + len(ax.collections) + len(ax.lines) + len(ax.texts)
+               for ax in fig.axes)
+
+
+def test_coverage_picture_colours_by_block_and_greys_missed_elements(rng):
+    a = rng.random(12, dtype=np.float32)
+    t = trace.launch(gridstride.vector_add_one_per_element_kernel, (2, 4), a, a,
+                     np.zeros(12, np.float32))
+    fig = pictures.coverage_figure([trace.coverage(t, "out")], ["title"])
+    ax = fig.axes[0]
+    faces = [tuple(p.get_facecolor()) for p in ax.patches]
+    assert len(faces) == 12
+    assert len(set(faces[:4])) == 1 and faces[0] != faces[4]  # block 0, block 1
+    assert len(set(faces[8:])) == 1 and faces[8] not in faces[:8]  # never written
+    assert [t.get_text() for t in ax.texts][:9] == ["0", "1", "2", "3", "4", "5", "6", "7",
+                                                     "–"]
+
+
+def test_timeline_joins_the_racing_pair():
+    t = trace.run(atomics.increment_racy, np.zeros(1, np.int64))
+    fig = pictures.timeline_figure([(t, "counts", 0)], threads=4)
+    ax = fig.axes[0]
+    assert len(ax.lines) == 1  # the red line between the racing pair
+    assert "race:" in ax.get_title(loc="left")
+    assert len(ax.get_yticklabels()) == 4
+    with pytest.raises(ValueError, match="no thread of increment_racy_kernel touched"):
+        pictures.timeline_figure([(t, "counts", 5)])
+
+
+# What the chapters' prose says about their traced figures, panel by panel.
+SAID = {
+    "gridstride_coverage": ["12 elements of out were never written",
+                            "every element of out was written by exactly one thread"],
+    "gridstride_sectors": ["touches 4 sectors", "touches 32 sectors"],
+    "atomics_race": ["race:", "no race"],
+    "reduction_tree": ["race:", "no race"],
+    "mutex_queue": ["no race on counter"],
+    "streams_race": ["pairs of operations on different streams use the same device memory",
+                     "no two operations that use the same device memory are left unordered"],
+    "cooperative_rows": ["are read by a thread of another block", "0 races"],
+    "matmul_banks": ["rows of 132: 1 word per bank", "rows of 128: 8 words per bank"],
+}
+
+
+@pytest.mark.parametrize("chapter", sorted(figures.CHAPTERS))
+def test_each_chapter_draws_its_traced_figures(chapter):
+    text = (BOOK / f"{chapter}.md").read_text()
+    for make in figures.CHAPTERS[chapter]:
+        assert f"traced.{make.__name__}()" in text, f"{chapter}.md does not draw {make.__name__}"
+        fig = make()
+        assert fig.axes and _content(fig) >= 10, f"{make.__name__} drew (almost) nothing"
+        titles = [" ".join(ax.get_title(loc="left").split()) for ax in fig.axes
+                  if ax.get_title(loc="left")]
+        assert titles, f"{make.__name__} has no titles"
+        for title, said in zip(titles, SAID.get(make.__name__, [])):
+            assert said in title, f"{make.__name__}: {said!r} not in {title!r}"
+
+
+def test_locks_picture_needs_a_lock():
+    t = trace.run(atomics.increment_atomic, np.zeros(1, np.int64))
+    with pytest.raises(ValueError, match=r"increment_atomic_kernel took no lock"):
+        pictures.locks_figure(t, "counts")

@@ -1,0 +1,186 @@
+"""kernels.trace: what is recorded, and the clear refusals."""
+
+import numpy as np
+import pytest
+from numba import cuda
+
+import kernels
+from kernels import cooperative, gridstride, reduction, trace
+from kernels.trace import hooks, record, remote
+
+pytestmark = pytest.mark.skipif(not kernels.SIMULATOR, reason="records on the simulator")
+
+
+@cuda.jit
+def shared_then_global_kernel(x, out, count):
+    tile = cuda.shared.array(8, np.float32)
+    t = cuda.threadIdx.x
+    tile[t] = x[cuda.grid(1)]
+    cuda.syncthreads()
+    out[cuda.grid(1)] = tile[7 - t]
+    cuda.atomic.add(count, 0, 1)
+
+
+@cuda.jit(device=True)
+def a_device_function(x):
+    return x + 1
+
+
+def test_every_access_is_recorded_with_block_thread_index_kind_and_epoch(rng):
+    x = rng.random(16, dtype=np.float32)
+    out = np.zeros(16, np.float32)
+    count = np.zeros(1, np.int32)
+    t = trace.launch(shared_then_global_kernel, (2, 8), x, out, count)
+    launch = t.launch()
+    assert launch.kernel == "shared_then_global_kernel"
+    assert launch.grid == (2, 1, 1) and launch.block == (8, 1, 1)
+    assert launch.arrays["tile"]["space"] == "shared"
+    assert launch.arrays["x"]["space"] == "global"
+    counts = {}
+    for a in launch.accesses:
+        counts[(a.array, a.kind)] = counts.get((a.array, a.kind), 0) + 1
+    # per thread: read x, write tile, read tile, write out, atomic on count
+    assert counts == {("x", "read"): 16, ("tile", "write"): 16, ("tile", "read"): 16,
+                      ("out", "write"): 16, ("count", "atomic"): 16}
+    reads_of_tile = [a for a in launch.accesses if a.array == "tile" and a.kind == "read"]
+    assert all(a.index == (7 - a.thread[0],) and a.epoch == 1 for a in reads_of_tile)
+    reads_of_x = {(a.block[0], a.thread[0]): a.index for a in launch.of("x")}
+    assert reads_of_x[(1, 3)] == (11,)
+    seqs = [a.seq for a in launch.accesses]
+    assert len(set(seqs)) == len(seqs)
+    # The kernel really ran, writing into the caller's arrays.
+    np.testing.assert_array_equal(out, x.reshape(2, 8)[:, ::-1].ravel())
+    assert count[0] == 16
+
+
+def test_launches_through_a_host_function_are_all_recorded():
+    a = np.arange(300, dtype=np.int32)
+    t = trace.run(reduction.sum_shared_tree, a, blocks=1)
+    assert [l.kernel for l in t.launches] == ["zero_kernel", "sum_shared_tree_kernel"]
+    assert t.launch("sum_shared_tree_kernel").arrays["partials"]["shape"] == (256,)
+
+
+def test_a_launch_too_large_is_refused_before_it_runs():
+    a = np.zeros(100_000, np.float32)
+    with pytest.raises(trace.TraceTooLarge, match=r"25,600 threads; the tracer accepts at "
+                                                  r"most 4,096"):
+        trace.launch(gridstride.vector_add_gridstride_kernel, (100, 256), a, a, a)
+
+
+def test_too_many_accesses_stop_the_recording(monkeypatch):
+    monkeypatch.setattr(record, "MAX_ACCESSES", 100)
+    a = np.zeros(1000, np.float32)
+    with pytest.raises(trace.TraceTooLarge, match="more than 100 memory accesses"):
+        trace.run(gridstride.vector_add_gridstride, a, a, blocks=1, threads=32)
+
+
+def test_not_a_kernel_is_refused_with_what_is_accepted():
+    with pytest.raises(TypeError, match="not a CUDA kernel: trace.launch takes a function "
+                                        "decorated with @cuda.jit"):
+        trace.launch(np.add, (1, 1), 1, 2)
+    with pytest.raises(TypeError, match="a_device_function is not a CUDA kernel"):
+        trace.launch(a_device_function, (1, 1), 1)
+    with pytest.raises(TypeError, match="is a kernel: use trace.launch"):
+        trace.run(gridstride.vector_add_gridstride_kernel)
+    with pytest.raises(TypeError, match=r"configuration must be \(blocks, threads\)"):
+        trace.launch(gridstride.vector_add_gridstride_kernel, 4)
+    with pytest.raises(trace.TraceError, match="launched no kernel"):
+        trace.run(np.add, 1, 2)
+
+
+def test_warp_shuffles_and_multi_block_grid_sync_need_a_gpu():
+    a = np.ones(64, np.int32)
+    with pytest.raises(trace.TraceError, match="shfl_down_sync.*needs a real GPU"):
+        trace.launch(reduction.sum_warp_shuffle_kernel, (1, 32), a, np.zeros(1, np.int64))
+    m = np.zeros((3, 40), np.int32)
+    with pytest.raises(trace.TraceError, match=r"grid.sync\(\) with 2 blocks"):
+        trace.launch(cooperative.rows_grid_sync_kernel, (2, 16), m)
+
+
+def test_the_simulator_is_left_as_it_was():
+    a = np.arange(10, dtype=np.float32)
+    trace.run(gridstride.vector_add_gridstride, a, a, blocks=1, threads=4)
+    assert hooks._active is None
+    out = gridstride.vector_add_gridstride(a, a, blocks=1, threads=4)  # untraced: works
+    np.testing.assert_array_equal(out, 2 * a)
+    from numba.cuda.simulator.cudadrv import devicearray
+
+    assert devicearray.FakeWithinKernelCUDAArray.__getitem__.__module__ != hooks.__name__
+
+
+def test_on_a_gpu_machine_the_trace_runs_in_a_simulator_process(capsys):
+    """What trace.launch does when kernels.SIMULATOR is False, run here directly."""
+    a = np.arange(20, dtype=np.float32)
+    out = np.zeros(20, np.float32)
+    kernel = remote.portable(gridstride.vector_add_one_per_element_kernel)
+    assert isinstance(kernel, remote.Named)
+    t = remote.in_simulator_process(trace._launch_kernel, (kernel, (2, 4), a, a, out), {})
+    assert "tracing on the Numba CUDA simulator in a separate process" in capsys.readouterr().out
+    cov = trace.coverage(t, "out")
+    assert cov.missed == [(i,) for i in range(8, 20)]
+
+
+NOTEBOOK_CELL = """
+import numpy as np
+from numba import cuda
+
+SCALE = 3
+
+
+@cuda.jit(device=True)
+def scaled(v):
+    return v * SCALE
+
+
+@cuda.jit
+def scaled_reverse_kernel(x, out):
+    tile = cuda.shared.array(8, np.float32)
+    t = cuda.threadIdx.x
+    tile[t] = scaled(x[t])
+    cuda.syncthreads()
+    out[t] = tile[7 - t]
+"""
+
+
+def test_a_kernel_defined_in_a_notebook_travels_as_its_source(tmp_path, rng):
+    cell = tmp_path / "cell.py"  # where IPython keeps a cell's source, in effect
+    cell.write_text(NOTEBOOK_CELL)
+    namespace = {"__name__": "__main__"}
+    exec(compile(NOTEBOOK_CELL, str(cell), "exec"), namespace)
+    kernel = remote.portable(namespace["scaled_reverse_kernel"])
+    assert isinstance(kernel, remote.Source)
+    x = rng.random(8, dtype=np.float32)
+    t = remote.in_simulator_process(trace._launch_kernel,
+                                    (kernel, (1, 8), x, np.zeros(8, np.float32)), {})
+    launch = t.launch()
+    assert launch.kernel == "scaled_reverse_kernel"
+    assert launch.arrays["tile"]["space"] == "shared"  # named from its source line
+    assert trace.races(t) == []
+    reads = {a.thread[0]: a.index for a in launch.of("tile", ("read",))}
+    assert reads == {i: (7 - i,) for i in range(8)}
+
+
+def test_what_cannot_travel_is_named(tmp_path):
+    source = ("from numba import cuda\nhelper = lambda v: v\n"
+              "@cuda.jit\ndef k(x):\n    x[0] = helper(x[0])\n")
+    namespace = {"__name__": "__main__"}
+    exec(compile(source, "<cell>", "exec"), namespace)  # no file: no source to send
+    with pytest.raises(trace.TraceError, match="source of k cannot be found"):
+        remote.portable(namespace["k"])
+    cell = tmp_path / "cell.py"
+    cell.write_text(source)
+    namespace = {"__name__": "__main__"}
+    exec(compile(source, str(cell), "exec"), namespace)
+    with pytest.raises(trace.TraceError, match=r"refers to helper \(function\), which the "
+                                               "simulator process cannot rebuild"):
+        remote.portable(namespace["k"])
+
+
+def test_the_book_figures_traced_calls_travel_to_a_simulator_process(rng):
+    """On a GPU machine every traced figure runs its calls in a child process: the
+    streams figure's call, which makes streams and device buffers, must travel too."""
+    from kernels.trace import figures
+
+    a = rng.integers(-9, 9, 37).astype(np.int32)
+    t = remote.in_simulator_process(figures._pipelined, (a, a, np.zeros(37, np.int32), 3), {})
+    assert len(t.operations) == 12 and trace.stream_races(t) == []
