@@ -4,7 +4,9 @@ Each topic's checkers live in ``kernels/checks/<topic>.py`` and list themselves 
 that module's ``__all__``; they are gathered here so readers need one import.
 A checker runs the reader's code on random inputs, on sizes that do not divide the
 block size, several times on a GPU (to expose races), each call under a time limit,
-and returns a Report that says in plain words what passed and what failed.
+and returns a Report that says in plain words what passed and what failed. Every case
+must launch a kernel the reader wrote (kernels.checks.launches): an answer computed on
+the host, or by the course's own kernels and solutions, fails.
 """
 
 import importlib

@@ -3,21 +3,25 @@
 The kernel checkers launch the reader's kernel with grids that fit a cooperative
 launch: on a GPU the largest grid allowed and a small one of 3 blocks, on the
 simulator one block (all it can run with grid.sync()). Sizes do not divide the
-block size, so a grid-stride loop and its guards are always exercised.
+block size, so a grid-stride loop and its guards are always exercised. The arrays are
+in device memory, each output inside a poisoned guard band (DeviceOutput).
 """
 
 import numpy as np
+from numba import cuda
 
 from kernels import SIMULATOR, cooperative
-from kernels.checks.core import run_cases
+from kernels.checks import launches
+from kernels.checks.core import DeviceOutput, run_cases
 
 __all__ = ["rotate_rows", "normalize_by_max", "jacobi_until_converged"]
 
 THREADS = 32 if SIMULATOR else 256
 
 
-def _grids(kernel, args):
+def _grids(kernel, args, checker):
     """(blocks, threads) launches for `kernel`: the largest cooperative grid, and 3."""
+    launches.require_kernel(kernel, checker)  # the grid's limit is asked of the kernel
     limit = cooperative.max_cooperative_blocks(kernel, args, THREADS)
     return sorted({(limit, THREADS), (min(3, limit), THREADS)})
 
@@ -35,15 +39,15 @@ def rotate_rows(kernel):
         expected = m.copy()
         for row in range(1, shape[0]):
             expected[row] = np.roll(expected[row - 1], -1)
-        for blocks, threads in _grids(kernel, (m,)):
+        for blocks, threads in _grids(kernel, (m,), "rotate_rows"):
             cases.append((f"shape {shape}, launched [{blocks}, {threads}]",
                           (blocks, threads, m), expected))
 
     def run(inputs):
         blocks, threads, m = inputs
-        work = m.copy()
-        kernel[blocks, threads](work)
-        return work
+        work = DeviceOutput(m)
+        kernel[blocks, threads](work.array)
+        return work.read("m")
 
     return run_cases("rotate_rows", cases, run)
 
@@ -58,15 +62,16 @@ def normalize_by_max(kernel):
         x = rng.uniform(-50, 100, n).astype(np.float32)
         x[rng.integers(n)] = 100.5  # the maximum, somewhere in the array
         args = (x, np.empty_like(x), np.full(1, -np.inf, np.float32))
-        for blocks, threads in _grids(kernel, args):
+        for blocks, threads in _grids(kernel, args, "normalize_by_max"):
             cases.append((f"n={n}, launched [{blocks}, {threads}]", (blocks, threads, x),
                           x / x.max()))
 
     def run(inputs):
         blocks, threads, x = inputs
-        out = np.full_like(x, np.nan)
-        kernel[blocks, threads](x, out, np.full(1, -np.inf, np.float32))
-        return out
+        out = DeviceOutput(np.full_like(x, np.nan))
+        kernel[blocks, threads](cuda.to_device(x), out.array,
+                                cuda.to_device(np.full(1, -np.inf, np.float32)))
+        return out.read("out")
 
     return run_cases("normalize_by_max", cases, run)
 

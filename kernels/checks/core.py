@@ -1,25 +1,82 @@
-"""The machinery every checker shares: cases, repeats, a time limit, a plain report."""
+"""The machinery every checker shares: cases, repeats, a time limit, a plain report.
+
+Every case must also launch the kernels its exercise demands (the registry's launch
+rule, counted by kernels.checks.launches): an answer computed on the host fails.
+"""
 
 import dataclasses
 import threading
 
+import numpy as np
+from numba import cuda
+
 from kernels import SIMULATOR
+from kernels.checks import launches
 from kernels.harness import MismatchError, check
 
-TIME_LIMIT_S = 60.0 if SIMULATOR else 20.0
+TIME_LIMIT_S = 60.0 if SIMULATOR else 20.0  # read at each call: the grader may lower it
 REPEATS = 1 if SIMULATOR else 5  # blocks run one at a time on the simulator: no races
 SHOW_FAILURES = 3  # details of the first few failures; the rest are listed by input
+# True while the grader runs a notebook's cells: checker calls in them return at once,
+# because the grader calls every checker itself afterwards (kernels.grading.worker).
+DEFERRED = False
+
+
+GUARD = 64  # poisoned elements on each side of an output that a checker gives a kernel
 
 
 class TimeLimitExceeded(RuntimeError):
     pass
 
 
-def call_with_time_limit(fn, *args, seconds=TIME_LIMIT_S):
-    """Run fn(*args) in a worker thread; raise TimeLimitExceeded if it does not return.
+class DeviceOutput:
+    """An array in device memory, for a kernel to write, with GUARD poisoned elements on
+    each side: a kernel that writes past either end is caught, on a GPU too, where no
+    bounds check stops it. Pass `.array` to the kernel; `read(name)` copies it back."""
+
+    def __init__(self, values):
+        values = np.ascontiguousarray(values)
+        self.shape = values.shape
+        kind = values.dtype.kind
+        poison = np.full(GUARD, -7.5e33 if kind == "f" else -123_456 if kind == "i" else 0xA5,
+                         values.dtype)
+        self.band = poison.view(np.uint8)
+        self.buffer = cuda.to_device(np.concatenate([poison, values.ravel(), poison]))
+        self.array = self.buffer[GUARD:GUARD + values.size].reshape(values.shape)
+
+    def read(self, name):
+        flat = self.buffer.copy_to_host()
+        for side, band in (("before the start", flat[:GUARD]), ("past the end", flat[-GUARD:])):
+            changed = int((band.view(np.uint8) != self.band).reshape(GUARD, -1).any(1).sum())
+            if changed:
+                raise MismatchError(f"your kernel wrote {side} of `{name}`: {changed} of the "
+                                    f"{GUARD} elements there changed (a missing bounds check?)")
+        return flat[GUARD:-GUARD].reshape(self.shape)
+
+
+
+def launched_on_device(launch, output_name):
+    """A kernel checker's run(inputs), from its launch(inputs) -> (kernel, configuration,
+    host arguments, position of the output): the arrays go to device memory, the output
+    inside a DeviceOutput, and what the kernel wrote comes back checked for strays.
+    The tracer (kernels.checks.hints) replays the same launch with the host arrays."""
+    def run(inputs):
+        kernel, configuration, args, output = launch(inputs)
+        guarded = DeviceOutput(args[output])
+        kernel[configuration](*[
+            guarded.array if i == output else
+            cuda.to_device(arg) if isinstance(arg, np.ndarray) else arg
+            for i, arg in enumerate(args)])
+        return guarded.read(output_name)
+    return run
+
+def call_with_time_limit(fn, *args, seconds=None):
+    """Run fn(*args) in a worker thread; raise TimeLimitExceeded if it does not return
+    within `seconds` (default: TIME_LIMIT_S).
 
     A deadlocked kernel cannot be stopped from Python: the report says so, and that
     the runtime must be restarted, instead of freezing the notebook."""
+    seconds = TIME_LIMIT_S if seconds is None else seconds
     result = {}
 
     def target():
@@ -53,6 +110,7 @@ class Case:
 class Report:
     exercise: str
     cases: list
+    timed_out: bool = False  # a call never returned: its kernel may still hold the device
 
     @property
     def passed(self):
@@ -75,29 +133,66 @@ class Report:
         printer.text(str(self))
 
 
+def _no_launch(rule, before, after):
+    """Why a case fails the exercise's launch rule, or "" if it does not."""
+    made = after - before
+    mine = made[launches.YOURS] + (made[launches.COURSE] if rule != launches.YOURS else 0)
+    if rule is None or mine:
+        return ""
+    if made[launches.SOLUTION]:
+        return ("it ran only kernels from kernels.solutions, the course's reference "
+                "answers: they are not your work, so they do not count")
+    if rule == launches.YOURS:
+        return ("no kernel of yours was launched: the answer must run a @cuda.jit kernel "
+                "that you wrote (a result computed on the host, or by the course's or "
+                "Numba's own kernels, does not count)")
+    return ("no kernel was launched: the answer must do its work on the device (a result "
+            "computed on the host does not count)")
+
+
+def _launch_rule(exercise):
+    from kernels.checks import registry  # the registry imports the checkers, so late
+
+    entry = registry.by_check_name(exercise)
+    return entry.launch if entry is not None else None
+
+
 def run_cases(exercise, cases, run, *, rtol=None, atol=None, repeats=REPEATS):
     """Check `run(inputs)` against each case's expected output.
 
     `cases` is a list of (description, inputs, expected). Every case runs `repeats`
-    times under the time limit; the first failure of a case is reported."""
-    results = []
+    times under the time limit and must make the launches the exercise's launch rule
+    demands; the first failure of a case is reported."""
+    if DEFERRED:
+        return Report(exercise, [Case("not run inside the notebook: the grader runs this "
+                                      "check itself once the notebook has finished", True,
+                                      "")])
+    rule = _launch_rule(exercise)
+    results, timed_out = [], False
     for description, inputs, expected in cases:
         detail, passed = "", True
         for attempt in range(repeats):
+            before = launches.counts()
             try:
                 got = call_with_time_limit(run, inputs)
-                check(got, expected, name="your result", rtol=rtol, atol=atol)
+                detail = _no_launch(rule, before, launches.counts())
+                if detail:
+                    passed = False
+                else:
+                    check(got, expected, name="your result", rtol=rtol, atol=atol)
             except TimeLimitExceeded as err:
-                passed, detail = False, f"your code {err}"
+                passed, detail, timed_out = False, f"your code {err}", True
             except MismatchError as err:
                 passed, detail = False, str(err).replace("\n", "\n        ")
                 if repeats > 1:
                     detail = f"run {attempt + 1} of {repeats}: {detail}"
             except Exception as err:  # the reader's code raised: say what and where
                 passed, detail = False, f"your code raised {type(err).__name__}: {err}"
+                if missing := _no_launch(rule, before, launches.counts()):
+                    detail += f"; and {missing}"
             if not passed:
                 break
         results.append(Case(description, passed, detail))
-        if detail.startswith("your code did not finish"):
+        if timed_out:
             break  # the GPU may be hung; further cases would hang too
-    return Report(exercise, results)
+    return Report(exercise, results, timed_out)

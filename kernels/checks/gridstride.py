@@ -2,13 +2,16 @@
 
 Each takes the reader's kernel and launches it with several grids, including a
 single thread ([1, 1]) and grids smaller and larger than the data, on sizes that do
-not divide the block size: a grid-stride kernel must be right for all of them.
+not divide the block size: a grid-stride kernel must be right for all of them. The
+arrays are in device memory, each output inside a poisoned guard band (DeviceOutput).
+A failure gets a line from the tracer (kernels.checks.hints) on what the threads did.
 """
 
 import numpy as np
 
 from kernels import SIMULATOR
-from kernels.checks.core import run_cases
+from kernels.checks import hints
+from kernels.checks.core import launched_on_device, run_cases
 
 __all__ = ["saxpy", "clip_2d", "reverse_inplace"]
 
@@ -29,13 +32,13 @@ def saxpy(kernel):
             cases.append((f"n={n}, launched [{blocks}, {threads}]",
                           (blocks, threads, a, x, y), a * x + y))
 
-    def run(inputs):
+    def launch(inputs):
         blocks, threads, a, x, y = inputs
-        out = np.full_like(x, np.nan)
-        kernel[blocks, threads](a, x, y, out)
-        return out
+        return kernel, (blocks, threads), (a, x, y, np.full_like(x, np.nan)), 3
 
-    return run_cases("saxpy", cases, run)
+    run = launched_on_device(launch, "out")
+
+    return hints.attach(run_cases("saxpy", cases, run), cases, launch, gridstride=True)
 
 
 def clip_2d(kernel):
@@ -48,13 +51,13 @@ def clip_2d(kernel):
             cases.append((f"shape {shape}, blocks {blocks}, threads {threads}",
                           (blocks, threads, x), np.clip(x, -1.0, 1.0)))
 
-    def run(inputs):
+    def launch(inputs):
         blocks, threads, x = inputs
-        out = np.full_like(x, np.nan)
-        kernel[blocks, threads](x, -1.0, 1.0, out)
-        return out
+        return kernel, (blocks, threads), (x, -1.0, 1.0, np.full_like(x, np.nan)), 3
 
-    return run_cases("clip_2d", cases, run)
+    run = launched_on_device(launch, "out")
+
+    return hints.attach(run_cases("clip_2d", cases, run), cases, launch, gridstride=True)
 
 
 def reverse_inplace(kernel):
@@ -67,10 +70,11 @@ def reverse_inplace(kernel):
             cases.append((f"n={n}, launched [{blocks}, {threads}]", (blocks, threads, x),
                           x[::-1].copy()))
 
-    def run(inputs):
+    def launch(inputs):
         blocks, threads, x = inputs
-        work = x.copy()
-        kernel[blocks, threads](work)
-        return work
+        return kernel, (blocks, threads), (x.copy(),), 0
 
-    return run_cases("reverse_inplace", cases, run)
+    run = launched_on_device(launch, "x")
+
+    return hints.attach(run_cases("reverse_inplace", cases, run), cases, launch,
+                        gridstride=True, every_element=False)

@@ -2,7 +2,9 @@
 
 choose_tile calls your function; tiled_transpose and tiled_matvec launch your kernel
 themselves, with the launch configuration the exercise states, on shapes that do
-not divide the tile (1 x 1 included).
+not divide the tile (1 x 1 included), with the arrays in device memory and each
+output inside a poisoned guard band (DeviceOutput). A failing kernel gets a line from
+the tracer (kernels.checks.hints) on what its threads did.
 """
 
 import math
@@ -10,12 +12,17 @@ import math
 import numpy as np
 
 from kernels import SIMULATOR
-from kernels.checks.core import run_cases
+from kernels.checks import hints
+from kernels.checks.core import launched_on_device, run_cases
 
 __all__ = ["choose_tile", "tiled_transpose", "tiled_matvec"]
 
 TRANSPOSE_TILE = 16
 MATVEC_THREADS = 64
+# Each y[i] sums up to 3,000 float32 products of median size 0.4: rounding in either
+# order stays below 3e-4, and one lost product of median size is over 20 times the
+# tolerance (tests/test_tolerances.py).
+MATVEC_RTOL, MATVEC_ATOL = 1e-4, 1e-3
 
 TRANSPOSE_SHAPES = ((1, 1), (15, 17), (33, 20), (16, 48))
 MATVEC_SHAPES = ((1, 1), (17, 33), (70, 130), (5, 200))
@@ -51,14 +58,15 @@ def tiled_transpose(kernel):
         a = rng.standard_normal(shape).astype(np.float32)
         cases.append((f"a is {shape[0]} x {shape[1]}", a, a.T.copy()))
 
-    def run(a):
+    def launch(a):
         rows, cols = a.shape
         out = np.full((cols, rows), np.nan, dtype=np.float32)
         blocks = (math.ceil(cols / TRANSPOSE_TILE), math.ceil(rows / TRANSPOSE_TILE))
-        kernel[blocks, (TRANSPOSE_TILE, TRANSPOSE_TILE)](a, out)
-        return out
+        return kernel, (blocks, (TRANSPOSE_TILE, TRANSPOSE_TILE)), (a, out), 1
 
-    return run_cases("tiled_transpose", cases, run)
+    run = launched_on_device(launch, "out")
+
+    return hints.attach(run_cases("tiled_transpose", cases, run), cases, launch)
 
 
 def tiled_matvec(kernel):
@@ -71,11 +79,12 @@ def tiled_matvec(kernel):
         x = rng.standard_normal(n).astype(np.float32)
         cases.append((f"a is {m} x {n}", (a, x), a.astype(np.float64) @ x))
 
-    def run(inputs):
+    def launch(inputs):
         a, x = inputs
         y = np.full(a.shape[0], np.nan, dtype=np.float32)
-        kernel[math.ceil(a.shape[0] / MATVEC_THREADS), MATVEC_THREADS](a, x, y)
-        return y
+        return kernel, (math.ceil(a.shape[0] / MATVEC_THREADS), MATVEC_THREADS), (a, x, y), 2
 
-    # float32 sums of up to 3000 terms of size ~1: a few 1e-5 of rounding at most
-    return run_cases("tiled_matvec", cases, run, rtol=1e-4, atol=1e-3)
+    run = launched_on_device(launch, "y")
+
+    return hints.attach(run_cases("tiled_matvec", cases, run, rtol=MATVEC_RTOL,
+                                  atol=MATVEC_ATOL), cases, launch)

@@ -1,0 +1,94 @@
+"""Count kernel launches, on a GPU and on the simulator, by where each kernel was written.
+
+A checker must see the reader's answer run on the device: an answer computed on the
+host with NumPy launches nothing, and a launch of one of the course's own kernels
+(``kernels.<topic>``) or reference solutions (``kernels.solutions``) is not the
+reader's work. Numba has one launch path per target, wrapped here once:
+
+* GPU: ``_LaunchConfiguration.__call__`` (``kernel[blocks, threads](...)``; ``forall``
+  goes through it too);
+* simulator: ``FakeCUDAKernel.__call__`` outside a kernel (inside one, the same call
+  is a device function).
+
+Kernels are sorted by the module of their Python function: ``SOLUTION`` (the course's
+answers), ``COURSE`` (the rest of the ``kernels`` package), ``LIBRARY`` (Numba's own,
+such as the kernel behind ``device_array[:] = value`` on a GPU), ``YOURS`` (anything
+else: a notebook's kernels live in ``__main__``).
+"""
+
+import collections
+import threading
+
+from kernels import SIMULATOR
+
+__all__ = []  # kernels.checks gathers checkers; import this module by name
+
+YOURS, COURSE, SOLUTION, LIBRARY = "yours", "course", "solution", "library"
+ANY = "any"  # a launch rule (registry): a kernel of yours or of the course
+
+_counts = collections.Counter()
+_lock = threading.Lock()
+
+
+def origin(py_func):
+    """YOURS, COURSE, SOLUTION or LIBRARY for the Python function of a kernel."""
+    module = getattr(py_func, "__module__", None) or ""
+    if module.split(".")[0] in ("numba", "numba_cuda"):
+        return LIBRARY
+    if module == "kernels.solutions" or module.startswith("kernels.solutions."):
+        return SOLUTION
+    if module == "kernels" or module.startswith("kernels."):
+        return COURSE
+    return YOURS
+
+
+def _count(py_func):
+    with _lock:
+        _counts[origin(py_func)] += 1
+
+
+def counts():
+    """Launches so far, by origin: a snapshot to subtract from a later one."""
+    with _lock:
+        return collections.Counter(_counts)
+
+
+def require_kernel(kernel, checker):
+    """Raise TypeError unless `kernel` is a CUDA kernel (for checkers that inspect one)."""
+    if SIMULATOR:
+        from numba.cuda.simulator.kernel import FakeCUDAKernel as Kernel
+    else:
+        from numba.cuda.dispatcher import CUDADispatcher as Kernel
+    device = getattr(kernel, "_device", False) or getattr(kernel, "targetoptions", {}).get(
+        "device", False)  # a device function: the simulator's flag, the GPU's option
+    if not isinstance(kernel, Kernel) or device:
+        raise TypeError(f"{checker} needs a CUDA kernel, a function decorated with "
+                        f"@cuda.jit; got {type(kernel).__name__}, which is not a CUDA kernel")
+
+
+def _install():
+    if SIMULATOR:
+        from numba.cuda.simulator import kernel as sim
+
+        launch = sim.FakeCUDAKernel.__call__
+
+        def counted(self, *args):
+            if not self._device and sim._kernel_context is None:
+                _count(self.fn)
+            return launch(self, *args)
+
+        sim.FakeCUDAKernel.__call__ = counted
+    else:
+        from numba.cuda import dispatcher
+
+        launch = dispatcher._LaunchConfiguration.__call__
+
+        def counted(self, *args):
+            _count(self.dispatcher.py_func)
+            return launch(self, *args)
+
+        dispatcher._LaunchConfiguration.__call__ = counted
+    counted.counts_launches = True
+
+
+_install()

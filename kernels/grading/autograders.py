@@ -1,0 +1,134 @@
+"""Ready-made grading set-ups: a Gradescope autograder and a GitHub Classroom workflow.
+
+    python -m kernels grade-setup gradescope --out DIR
+    python -m kernels grade-setup classroom --chapter CHAPTER --package SPEC --out DIR
+
+Gradescope: DIR/autograder.zip (upload it as the assignment's autograder) holding
+setup.sh, run_autograder, requirements.txt and this package without its solutions.
+GitHub Classroom: DIR/.github/workflows/classroom.yml for the assignment's starter
+repository: on every push it installs SPEC (the student edition's package), grades
+the chapter's notebook, and reports one test per exercise with its points.
+"""
+
+import importlib.metadata
+import pathlib
+import zipfile
+
+from kernels.checks import registry
+from kernels.grading import package
+
+TIMEOUT_S = 1200  # one notebook on the simulator: a chapter runs in a few minutes
+
+SETUP_SH = """\
+#!/usr/bin/env bash
+# Gradescope runs this once, when it builds the autograder's image.
+set -euo pipefail
+apt-get update -qq
+DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3 python3-venv python3-pip
+python3 -m venv /autograder/venv
+/autograder/venv/bin/pip install -q -r /autograder/source/requirements.txt
+"""
+
+RUN_AUTOGRADER = f"""\
+#!/usr/bin/env bash
+# Gradescope runs this for every submission: the notebook(s) the student uploaded are
+# in /autograder/submission. Gradescope has no GPU: the kernels run on the simulator.
+cd /autograder/source
+PYTHONPATH=/autograder/source NUMBA_ENABLE_CUDASIM=1 /autograder/venv/bin/python \\
+  -m kernels grade /autograder/submission --out /autograder/grades --gradescope \\
+  --jobs 1 --timeout {TIMEOUT_S}
+cp /autograder/grades/results.json /autograder/results/results.json
+"""
+
+
+def requirements():
+    """What the grader needs, numba-cuda pinned to the version this package runs with."""
+    return "\n".join([f"numba-cuda=={importlib.metadata.version('numba-cuda')}",
+                      "numpy>=1.24,<2.5", "matplotlib", "requests", "tqdm", ""])
+
+
+def gradescope(out):
+    """Write out/autograder.zip; return its path."""
+    out = pathlib.Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    path = out / "autograder.zip"
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as z:
+        for name, text in (("setup.sh", SETUP_SH), ("run_autograder", RUN_AUTOGRADER),
+                           ("requirements.txt", requirements())):
+            info = zipfile.ZipInfo(name)
+            info.external_attr = 0o755 << 16  # executable, as Gradescope runs them
+            z.writestr(info, text)
+        for rel, data in package.files().items():
+            z.writestr(str(rel), data)
+    return path
+
+
+def _step(ex):
+    return f"""\
+      - name: {ex.label} ({ex.difficulty})
+        id: {ex.label}
+        if: always()  # a notebook that could not be graded scores 0, it does not stop here
+        uses: classroom-resources/autograding-command-grader@v1
+        with:
+          test-name: {ex.label}
+          command: python -m kernels grade-passed grades/grades.csv {ex.label}
+          timeout: 1
+          max-score: {ex.points}
+"""
+
+
+def classroom(out, chapter, spec, notebook=None):
+    """Write out/.github/workflows/classroom.yml for `chapter`; return its path."""
+    exercises = registry.by_chapter(chapter)
+    if not exercises:
+        chapters = sorted({ex.chapter for ex in registry.EXERCISES.values()})
+        raise ValueError(f"no exercises in a chapter called {chapter!r}; chapters with "
+                         f"exercises: {', '.join(chapters)}")
+    notebook = notebook or f"{chapter}.ipynb"
+    runners = ",".join(ex.label for ex in exercises)
+    results = "".join(f'          {ex.label.upper()}_RESULTS: '
+                      f'"${{{{steps.{ex.label}.outputs.result}}}}"\n' for ex in exercises)
+    text = f"""\
+# GitHub Classroom autograding for the {chapter} chapter (python -m kernels grade-setup).
+# Runs on GitHub's CPU runners: the kernels run on the Numba CUDA simulator.
+name: Autograding
+on: [push, repository_dispatch, workflow_dispatch]
+permissions:
+  checks: write
+  actions: read
+  contents: read
+jobs:
+  grade:
+    runs-on: ubuntu-latest
+    if: github.actor != 'github-classroom[bot]'
+    timeout-minutes: {TIMEOUT_S // 60 + 10}
+    steps:
+      - uses: actions/checkout@v4
+      - uses: actions/setup-python@v5
+        with:
+          python-version: "3.11"
+      - name: Install the course's package (the student edition has no solutions)
+        run: pip install "{spec}" "numba-cuda=={importlib.metadata.version('numba-cuda')}"
+      - name: Grade {notebook}
+        env:
+          NUMBA_ENABLE_CUDASIM: "1"
+        run: python -m kernels grade "{notebook}" --out grades --timeout {TIMEOUT_S}
+      - name: Keep the feedback
+        if: always()
+        uses: actions/upload-artifact@v4
+        with:
+          name: feedback
+          path: grades/
+{"".join(_step(ex) for ex in exercises)}\
+      - name: Autograding Reporter
+        if: always()
+        uses: classroom-resources/autograding-grading-reporter@v1
+        env:
+{results}\
+        with:
+          runners: {runners}
+"""
+    path = pathlib.Path(out) / ".github" / "workflows" / "classroom.yml"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    return path

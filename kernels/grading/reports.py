@@ -1,0 +1,92 @@
+"""What grading writes: grades.csv, feedback/<submission>.md and Gradescope's results.json."""
+
+import csv
+import json
+import pathlib
+
+from kernels.checks import registry
+
+
+def write_grades(outcomes, path):
+    """One row per submission, one column per exercise (points earned; empty where the
+    submission's chapter does not have it), the total, the possible and the device."""
+    labels = list(registry.EXERCISES)
+    with open(path, "w", newline="") as f:
+        writer = csv.writer(f)
+        writer.writerow(["submission", "file", "chapters", *labels, "total", "possible",
+                         "device", "notes"])
+        for o in outcomes:
+            graded = {ex.label for ex in o.exercises}
+            writer.writerow([o.submission.name, str(o.submission.path), " ".join(o.chapters),
+                             *(o.points(label) if label in graded else "" for label in labels),
+                             o.total, o.possible, o.device or "not run", len(o.notes)])
+
+
+def feedback(outcome):
+    """The feedback a student reads, in Markdown."""
+    o = outcome
+    lines = [f"# Feedback on {o.submission.path.name}", ""]
+    if o.chapters:
+        lines.append(f"Chapter{'s' if len(o.chapters) > 1 else ''}: {', '.join(o.chapters)}. "
+                     f"Score: **{o.total} of {o.possible} points**. "
+                     f"Ran on: {o.device or 'nothing (the notebook was not run)'}.")
+    lines += ["", "The grader ran your notebook from top to bottom, then called each "
+              "exercise's checker itself on the function the exercise names. What your "
+              "notebook printed does not count.", ""]
+    if o.notes:
+        lines += ["## Notes on your notebook", ""] + [f"* {n}" for n in o.notes] + [""]
+    for ex in o.exercises:
+        passed, report = o.results.get(ex.label, (False, "not graded"))
+        verdict = "PASS" if passed else "FAIL"
+        lines += [f"## {ex.label}: {verdict}, {o.points(ex.label)} of {ex.points} "
+                  f"point{'s' if ex.points > 1 else ''} ({ex.difficulty})", "",
+                  f"Checked: `checks.{ex.check_name}({ex.names[0]})`", "",
+                  "```text", report.replace("```", "'''"), "```", ""]
+    return "\n".join(lines)
+
+
+def write_feedback(outcomes, folder):
+    folder = pathlib.Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    for o in outcomes:
+        (folder / f"{o.submission.name}.md").write_text(feedback(o))
+
+
+def gradescope(outcomes, note=None):
+    """Gradescope's autograder results (results.json) for the notebooks of one upload,
+    with `note` first in its output (why nothing was graded, say)."""
+    tests = []
+    several = len(outcomes) > 1
+    for o in outcomes:
+        for ex in o.exercises:
+            passed, report = o.results.get(ex.label, (False, "not graded"))
+            name = f"{ex.label} ({ex.difficulty})"
+            tests.append({"name": f"{o.submission.name}: {name}" if several else name,
+                          "score": o.points(ex.label), "max_score": ex.points,
+                          "status": "passed" if passed else "failed",
+                          "output": report, "visibility": "visible"})
+    notes = [note] if note else []
+    notes += [f"{o.submission.name}: {n}" if several else n for o in outcomes for n in o.notes]
+    if not any(o.chapters for o in outcomes):
+        notes.append("No chapter notebook was graded: upload the chapter's .ipynb file.")
+    return {"score": sum(o.total for o in outcomes),
+            "output": "\n".join(notes) or "Your notebook ran; each exercise is below.",
+            "visibility": "visible", "stdout_visibility": "hidden", "tests": tests}
+
+
+def write_gradescope(outcomes, path, note=None):
+    pathlib.Path(path).write_text(json.dumps(gradescope(outcomes, note), indent=1))
+
+
+def passed(grades_csv, label):
+    """(True, message) if every submission in grades.csv earned exercise `label`'s points."""
+    if label not in registry.EXERCISES:
+        raise ValueError(f"no exercise labelled {label!r}; labels: {', '.join(registry.EXERCISES)}")
+    with open(grades_csv, newline="") as f:
+        rows = list(csv.DictReader(f))
+    points = registry.EXERCISES[label].points
+    earned = [(row["submission"], row.get(label) or "") for row in rows]
+    if not earned or any(e != str(points) for _, e in earned):
+        shown = ", ".join(f"{s}: {e or 'not graded'}" for s, e in earned) or "no submission"
+        return False, f"{label}: not passed ({shown}; {points} needed)"
+    return True, f"{label}: passed ({points} point{'s' if points > 1 else ''})"

@@ -1,0 +1,48 @@
+"""The machinery checkers share: the guard band around outputs, the time limit, and the
+deferred checks of a notebook being graded."""
+
+import time
+
+import numpy as np
+import pytest
+
+from kernels.checks import core
+from kernels.harness import MismatchError
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int32, np.int64, np.uint8])
+@pytest.mark.parametrize("where", [0, -1])
+def test_a_write_past_either_end_of_an_output_is_caught(dtype, where):
+    values = np.arange(12, dtype=dtype).reshape(3, 4)
+    out = core.DeviceOutput(values)
+    assert out.array.shape == (3, 4)
+    assert (out.read("out") == values).all()  # untouched: read back as it was
+    band = out.buffer.copy_to_host()
+    band[where] = 3  # what a kernel without a bounds check does, on a GPU
+    out.buffer.copy_to_device(band)
+    side = "before the start" if where == 0 else "past the end"
+    with pytest.raises(MismatchError, match=f"wrote {side} of `out`: 1 of the 64"):
+        out.read("out")
+
+
+def test_the_time_limit_is_read_at_each_call(monkeypatch):
+    monkeypatch.setattr(core, "TIME_LIMIT_S", 0.2)
+    start = time.monotonic()
+    with pytest.raises(core.TimeLimitExceeded, match="did not finish within 0 s"):
+        core.call_with_time_limit(time.sleep, 3)
+    assert time.monotonic() - start < 2
+    assert core.call_with_time_limit(lambda: 7, seconds=5) == 7
+
+
+def test_deferred_checks_run_nothing(monkeypatch):
+    monkeypatch.setattr(core, "DEFERRED", True)
+    calls = []
+    report = core.run_cases("saxpy", [("a case", 1, 1)], calls.append)
+    assert calls == [] and "the grader runs this check itself" in str(report)
+
+
+def test_a_timed_out_case_stops_the_report(monkeypatch):
+    monkeypatch.setattr(core, "TIME_LIMIT_S", 0.1)
+    report = core.run_cases("sleepy", [("slow", 1, 1), ("never run", 1, 1)],
+                            lambda seconds: time.sleep(seconds))
+    assert report.timed_out and not report.passed and len(report.cases) == 1

@@ -1,0 +1,167 @@
+"""The grader, end to end: planted and hostile submissions through `python -m kernels grade`.
+
+Two grading runs, shared by the tests below and started together (the simulator keeps
+both cores busy): the planted answers to all 22 exercises (correct, with a classic
+bug, computed on the host, the book's empty placeholders), and the broken or hostile
+grid-stride notebooks of tests/hostile.py with the book's own unsolved
+gridstride.ipynb. On a GPU, test_planted_on_gpu adds the race bugs.
+"""
+
+import concurrent.futures
+import csv
+import hashlib
+import json
+import os
+import pathlib
+import subprocess
+import sys
+
+import pytest
+
+import hostile
+import kernels
+import planted
+from kernels.checks import registry
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+KINDS = ("correct", "buggy", "host", "empty")
+HOSTILE_TIMEOUT_S = 30  # the infinite loop and the hung kernel cost a part of this
+
+
+def grade(paths, out, *options, timeout=900):
+    """Run the grader as an instructor would; {submission: row}, feedback, results."""
+    env = dict(os.environ, NUMBA_ENABLE_CUDASIM="1" if kernels.SIMULATOR else "0")
+    proc = subprocess.run([sys.executable, "-m", "kernels", "grade", *map(str, paths),
+                           "--out", str(out), *options], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=timeout)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    with open(out / "grades.csv", newline="") as f:
+        rows = {row["submission"]: row for row in csv.DictReader(f)}
+    feedback = {name: (out / "feedback" / f"{name}.md").read_text() for name in rows}
+    return rows, feedback
+
+
+def section(text, label):
+    """The feedback's section on exercise `label`."""
+    start = text.index(f"## {label}:")
+    end = text.find("\n## ", start + 1)
+    return text[start:end if end > 0 else None]
+
+
+def planted_notebooks(folder, kinds=KINDS, races=False):
+    makers = {"correct": planted.correct_notebook, "buggy": planted.buggy_notebook,
+              "host": planted.host_only_notebook, "empty": planted.empty_notebook,
+              "races": lambda: planted.buggy_notebook(planted.RACES)}
+    return [planted.write(makers[k](), folder / f"{k}.ipynb")
+            for k in kinds + (("races",) if races else ())]
+
+
+@pytest.fixture(scope="module")
+def grading_runs(tmp_path_factory):
+    """Both grading runs, under way at once: {"planted": future, "hostile": future}."""
+    planted_in = tmp_path_factory.mktemp("planted")
+    hostile_in = tmp_path_factory.mktemp("hostile")
+    with concurrent.futures.ThreadPoolExecutor(2) as pool:
+        yield {"planted": pool.submit(grade, planted_notebooks(planted_in), planted_in / "out",
+                                      "--jobs", "2"),
+               "hostile": pool.submit(grade_hostile, hostile_in)}
+
+
+@pytest.fixture(scope="module")
+def planted_grades(grading_runs):
+    return grading_runs["planted"].result()
+
+
+def expected_points(kind, label):
+    ex = registry.EXERCISES[label]
+    if kind == "correct" or (kind == "host" and label in planted.HOST_ONLY_PASSES):
+        return ex.points
+    return 0
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_planted_answers_get_the_right_verdict(planted_grades, kind):
+    rows, feedback = planted_grades
+    row, text = rows[kind], feedback[kind]
+    wrong = {label: row[label] for label in registry.EXERCISES
+             if row[label] != str(expected_points(kind, label))}
+    assert not wrong, f"{kind}: wrong points {wrong}\n{text}"
+    assert row["device"] == ("simulator" if kernels.SIMULATOR else row["device"])
+    for label, ex in registry.EXERCISES.items():
+        part = section(text, label)
+        if kind == "host" and ex.launch is not None:  # failed for the right reason
+            assert "was launched" in part or "is not a CUDA kernel" in part, part
+        if kind == "buggy":  # the bug was caught, not a missing launch
+            assert "was launched" not in part and "FAIL" in part, part
+        if kind == "empty" and label not in planted.placeholders():
+            assert f"defines no `{ex.names[0]}`" in part, part
+    assert int(row["total"]) == sum(expected_points(kind, label) for label in registry.EXERCISES)
+    assert row["possible"] == str(sum(ex.points for ex in registry.EXERCISES.values()))
+
+
+def grade_hostile(folder):
+    core = ROOT / "kernels" / "checks" / "core.py"
+    before = hashlib.sha256(core.read_bytes()).hexdigest()
+    paths = []
+    for name, (nb, _, _) in hostile.CASES.items():
+        path = folder / "in" / f"{name}.ipynb"
+        path.parent.mkdir(exist_ok=True)
+        path.write_text(nb if isinstance(nb, str) else json.dumps(nb))
+        paths.append(path)
+    book = folder / "in" / "book-gridstride.ipynb"
+    book.write_bytes((ROOT / "book" / "gridstride.ipynb").read_bytes())
+    out = folder / "out"
+    result = grade(paths + [book], out, "--jobs", "1", "--gradescope",
+                   "--timeout", str(HOSTILE_TIMEOUT_S))
+    assert hashlib.sha256(core.read_bytes()).hexdigest() == before  # the grader's own files
+    return (*result, json.loads((out / "results.json").read_text()))
+
+
+@pytest.fixture(scope="module")
+def hostile_grades(grading_runs):
+    return grading_runs["hostile"].result()
+
+
+@pytest.mark.parametrize("name", list(hostile.CASES))
+def test_broken_and_hostile_notebooks_are_contained(hostile_grades, name):
+    rows, feedback, _ = hostile_grades
+    _, points, lines = hostile.CASES[name]
+    assert rows[name]["total"] == str(points), feedback[name]
+    for line in lines:
+        assert line in feedback[name], (line, feedback[name])
+
+
+def test_an_unsolved_chapter_notebook_earns_nothing(hostile_grades):
+    rows, feedback, _ = hostile_grades
+    row = rows["book-gridstride"]
+    assert (row["chapters"], row["total"], row["possible"]) == ("gridstride", "0", "6")
+    assert "reduction-ex-argmax" not in feedback["book-gridstride"]  # other chapters: not graded
+    assert row["reduction-ex-argmax"] == ""
+
+
+def test_gradescope_results_follow_its_format(hostile_grades):
+    rows, _, results = hostile_grades
+    assert results["score"] == sum(int(r["total"]) for r in rows.values())
+    graded = [r for r in rows.values() if r["chapters"]]
+    assert len(results["tests"]) == sum(len(r["chapters"].split()) * 3 for r in graded)
+    for test in results["tests"]:
+        assert set(test) == {"name", "score", "max_score", "status", "output", "visibility"}
+        assert test["status"] in ("passed", "failed")
+        assert test["score"] == (test["max_score"] if test["status"] == "passed" else 0)
+    assert "not valid JSON" in results["output"]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("kind", KINDS + ("races",))
+def test_planted_on_gpu(tmp_path, kind):
+    """On a GPU, one kind at a time (each fits a 10-minute run): every planted answer,
+    and the races that the simulator cannot show."""
+    path, = planted_notebooks(tmp_path, () if kind == "races" else (kind,), kind == "races")
+    rows, feedback = grade([path], tmp_path / "out", "--jobs", "1", timeout=3000)
+    row = rows[kind]
+    assert row["device"] != "simulator"
+    labels = planted.RACES if kind == "races" else registry.EXERCISES
+    expected = {label: "0" if kind == "races" else str(expected_points(kind, label))
+                for label in labels}
+    wrong = {label: row[label] for label in labels if row[label] != expected[label]}
+    assert not wrong, (kind, wrong, feedback[kind])

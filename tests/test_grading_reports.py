@@ -1,0 +1,98 @@
+"""What grading writes, and the Gradescope and GitHub Classroom set-ups."""
+
+import csv
+import pathlib
+import stat
+import zipfile
+
+import pytest
+import yaml
+
+from kernels.checks import registry
+from kernels.grading import autograders, reports
+from kernels.grading.runner import Outcome
+from kernels.grading.submissions import Submission
+
+
+def outcome(name, results, chapters=("gridstride",), notes=()):
+    return Outcome(Submission(name, pathlib.Path(f"/in/{name}.ipynb")), list(chapters),
+                   "simulator", results, list(notes), 1.0)
+
+
+SOME = outcome("alice", {"gridstride-ex-saxpy": (True, "saxpy: all 9 checks passed."),
+                         "gridstride-ex-clip": (False, "clip_2d: 1 of 6 checks failed.")},
+               notes=["code cell 3 (`1 / 0`) raised ZeroDivisionError"])
+NONE = outcome("bob", {}, chapters=(), notes=["Not graded: the file is not a notebook"])
+
+
+def test_grades_csv_has_a_column_per_exercise_and_the_totals(tmp_path):
+    reports.write_grades([SOME, NONE], tmp_path / "grades.csv")
+    with open(tmp_path / "grades.csv", newline="") as f:
+        alice, bob = csv.DictReader(f)
+    assert list(alice)[3:-4] == list(registry.EXERCISES)
+    assert (alice["gridstride-ex-saxpy"], alice["gridstride-ex-clip"],
+            alice["gridstride-ex-reverse"], alice["atomics-ex-256"]) == ("1", "0", "0", "")
+    assert (alice["total"], alice["possible"], alice["device"], alice["notes"]) == (
+        "1", "6", "simulator", "1")
+    assert (bob["total"], bob["possible"], bob["chapters"]) == ("0", "0", "")
+
+
+def test_feedback_gives_each_verdict_with_its_explanation():
+    text = reports.feedback(SOME)
+    assert "Score: **1 of 6 points**" in text and "ZeroDivisionError" in text
+    assert "## gridstride-ex-saxpy: PASS, 1 of 1 point (easy)" in text
+    assert "## gridstride-ex-clip: FAIL, 0 of 2 points (medium)" in text
+    assert "clip_2d: 1 of 6 checks failed." in text
+    assert "## gridstride-ex-reverse: FAIL, 0 of 3 points (harder)" in text
+
+
+def test_gradescope_results(tmp_path):
+    results = reports.gradescope([SOME])
+    assert results["score"] == 1 and len(results["tests"]) == 3
+    assert results["tests"][0] == {"name": "gridstride-ex-saxpy (easy)", "score": 1,
+                                   "max_score": 1, "status": "passed",
+                                   "output": "saxpy: all 9 checks passed.",
+                                   "visibility": "visible"}
+    empty = reports.gradescope([], note="x.txt: not a notebook (.ipynb)")
+    assert empty["score"] == 0 and empty["tests"] == []
+    assert empty["output"].startswith("x.txt: not a notebook")
+
+
+def test_grade_passed_reads_the_csv(tmp_path):
+    reports.write_grades([SOME], tmp_path / "grades.csv")
+    assert reports.passed(tmp_path / "grades.csv", "gridstride-ex-saxpy")[0]
+    ok, message = reports.passed(tmp_path / "grades.csv", "gridstride-ex-clip")
+    assert not ok and "alice: 0" in message
+    assert not reports.passed(tmp_path / "grades.csv", "atomics-ex-256")[0]  # not graded
+    with pytest.raises(ValueError, match="no exercise labelled"):
+        reports.passed(tmp_path / "grades.csv", "saxpy")
+
+
+def test_gradescope_autograder_zip_has_the_scripts_and_no_solutions(tmp_path):
+    with zipfile.ZipFile(autograders.gradescope(tmp_path)) as z:
+        names = z.namelist()
+        for script in ("setup.sh", "run_autograder"):
+            assert z.getinfo(script).external_attr >> 16 & stat.S_IXUSR
+        run = z.read("run_autograder").decode()
+        assert "--gradescope" in run and "/autograder/results/results.json" in run
+        assert "numba-cuda==" in z.read("requirements.txt").decode()
+    assert "kernels/checks/core.py" in names and "kernels/grading/worker.py" in names
+    assert not [n for n in names if "solutions" in n or n.endswith(".pyc")]
+    assert any(n.startswith("kernels/recordings/") for n in names)
+
+
+def test_classroom_workflow_has_one_test_per_exercise(tmp_path):
+    path = autograders.classroom(tmp_path, "reduction", "git+https://github.com/u/course-student")
+    flow = yaml.safe_load(path.read_text())
+    steps = flow["jobs"]["grade"]["steps"]
+    tests = [s for s in steps if s.get("uses", "").startswith(
+        "classroom-resources/autograding-command-grader")]
+    assert [t["id"] for t in tests] == [ex.label for ex in registry.by_chapter("reduction")]
+    assert sum(t["with"]["max-score"] for t in tests) == 8
+    assert all("grade-passed grades/grades.csv" in t["with"]["command"] for t in tests)
+    assert any("python -m kernels grade \"reduction.ipynb\"" in s.get("run", "") for s in steps)
+    reporter = steps[-1]
+    assert reporter["with"]["runners"] == ",".join(t["id"] for t in tests)
+    assert set(reporter["env"]) == {f"{t['id'].upper()}_RESULTS" for t in tests}
+    with pytest.raises(ValueError, match="chapters with exercises: atomics"):
+        autograders.classroom(tmp_path, "intro", "x")
