@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
-CHROMIUM := /usr/bin/chromium
+CHROMEDRIVER := /usr/bin/chromedriver
 
 .PHONY: book test bench publish lock clean
 
@@ -18,15 +18,15 @@ book: $(STAMP)  ## build the HTML book, every chapter executed (simulator withou
 	$(VENV)/bin/jupyter-book build . --all --warningiserror --keep-going
 	@echo "The book is at file://$(CURDIR)/_build/html/index.html"
 
-test: $(STAMP) $(CHROMIUM)  ## the test suite (what .ci/run runs)
+test: $(STAMP) $(CHROMEDRIVER)  ## the test suite (what .ci/run runs)
 	$(PY) -m pytest
 
-# Debian's Chromium drives the browser tests of the built site (tests/test_site.py).
-# CI runs as root on Debian; elsewhere apt-get runs through sudo.
-$(CHROMIUM):
+# Debian's Chromium and its ChromeDriver run the browser tests of the built site
+# (tests/test_site.py, through Selenium). CI runs as root on Debian; elsewhere sudo.
+$(CHROMEDRIVER):
 	$(if $(filter 0,$(shell id -u)),,sudo) apt-get update -qq
 	$(if $(filter 0,$(shell id -u)),,sudo) env DEBIAN_FRONTEND=noninteractive \
-	  apt-get install -y -qq --no-install-recommends chromium fonts-liberation
+	  apt-get install -y -qq --no-install-recommends chromium chromium-driver fonts-liberation
 
 bench: $(STAMP)  ## run every benchmark on a GPU and record it under book/_data/bench/
 	$(PY) -m kernels bench
@@ -40,6 +40,12 @@ lock:  ## re-resolve requirements.in into the pinned requirements.txt
 	(echo "# Pinned toolchain, resolved from requirements.in on Python 3.11 (make lock)."; \
 	 /tmp/lock-venv/bin/pip freeze) > requirements.txt
 
+# Every chapter of the book and of the student edition on an emulated fresh Colab
+# runtime (tests/test_colab.py; `make test` runs three of them).
+.PHONY: colab
+colab: $(STAMP)  ## run every notebook as a fresh Colab runtime would, first cell included
+	COLAB_CHAPTERS=all $(PY) -m pytest tests/test_colab.py
+
 .PHONY: notebooks student
 notebooks: $(STAMP)  ## regenerate the Colab notebooks book/*.ipynb from the chapters
 	$(PY) book/_tools/notebooks.py
@@ -49,6 +55,11 @@ notebooks: $(STAMP)  ## regenerate the Colab notebooks book/*.ipynb from the cha
 student: $(STAMP)  ## the student edition without solutions: _build/student/{src,_build/html}
 	$(PY) book/_tools/student.py $(if $(STUDENT_REPO),--repository $(STUDENT_REPO)) \
 	  $(if $(STUDENT_BRANCH),--branch $(STUDENT_BRANCH))
+
+# SUBMISSIONS: notebooks or folders of them; OUT: where grades.csv and feedback/ go.
+.PHONY: grade
+grade: $(STAMP)  ## grade submitted notebooks: make grade SUBMISSIONS=class/ [OUT=grades]
+	$(PY) -m kernels grade $(SUBMISSIONS) --out $(or $(OUT),grades)
 
 clean:
 	rm -rf _build

@@ -1,24 +1,21 @@
-"""Headless Chromium driven over the Chrome DevTools Protocol, for the site tests.
+"""Headless Chromium driven by Selenium, for the site tests.
 
-Debian's Chromium (``make test`` installs it) is started with a remote-debugging
-port; one page is driven through a websocket (tornado's client, already in the
-toolchain). ``Browser.visit(url)`` loads a page and returns what the site tests
-look at: console errors, images, cell outputs, Colab links, solutions, navigation.
+Debian's Chromium and its ChromeDriver (`make test` installs both, package
+chromium-driver) are given to Selenium by path, so its driver manager downloads
+nothing. ``Browser.visit(url)`` loads a page and returns what the site tests look
+at: console errors, images, cell outputs, Colab links, solutions, navigation.
 """
 
-import asyncio
-import base64
-import json
 import os
 import pathlib
 import shutil
-import subprocess
 import time
-import urllib.request
 
-from tornado.websocket import websocket_connect
+from selenium import webdriver
+from selenium.webdriver.chrome.service import Service
 
 CANDIDATES = ("chromium", "chromium-browser", "google-chrome")
+DRIVER = "chromedriver"
 
 # What the tests read from a loaded page, gathered in the page itself.
 FACTS_JS = r"""
@@ -64,85 +61,27 @@ class Browser:
     """One headless Chromium with one page, driven synchronously."""
 
     def __init__(self, executable, profile_dir, width=1280, height=1000):
-        profile_dir = pathlib.Path(profile_dir)
+        driver = shutil.which(DRIVER)
+        if driver is None:
+            raise RuntimeError("no chromedriver on PATH: `make test` installs Debian's "
+                               "chromium-driver (apt-get)")
+        options = webdriver.ChromeOptions()
+        options.binary_location = executable
+        # --no-sandbox: CI runs as root; --disable-dev-shm-usage: containers' /dev/shm
+        # is small (64 MB in Docker) and Chromium's renderer crashes on a long page
+        for arg in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage",
+                    "--disable-gpu", "--no-first-run", "--no-default-browser-check",
+                    "--disable-extensions", "--hide-scrollbars",
+                    f"--user-data-dir={profile_dir}", f"--window-size={width},{height}"):
+            options.add_argument(arg)
+        options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
         self.width = width
-        self.proc = subprocess.Popen(
-            # --no-sandbox: CI runs as root; --disable-dev-shm-usage: containers' /dev/shm
-            # is small (64 MB in Docker) and Chromium's renderer crashes on a long page
-            [executable, "--headless=new", "--no-sandbox", "--disable-dev-shm-usage",
-             "--disable-gpu", "--no-first-run",
-             "--no-default-browser-check", "--disable-extensions", "--hide-scrollbars",
-             "--remote-debugging-port=0", f"--user-data-dir={profile_dir}",
-             f"--window-size={width},{height}", "about:blank"],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        port_file = profile_dir / "DevToolsActivePort"
-        deadline = time.monotonic() + 30
-        while not (port_file.exists() and port_file.read_text().strip()):
-            if self.proc.poll() is not None or time.monotonic() > deadline:
-                self.close()
-                raise RuntimeError(f"{executable} did not open its debugging port")
-            time.sleep(0.1)
-        port = int(port_file.read_text().split()[0])
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}/json/list", timeout=10) as r:
-            page = next(t for t in json.load(r) if t["type"] == "page")
-        self.loop = asyncio.new_event_loop()
-        self.ws = self.loop.run_until_complete(self._connect(page["webSocketDebuggerUrl"]))
-        self.next_id = 0
-        self.events = []
-        for domain in ("Page", "Runtime", "Log"):
-            self.send(f"{domain}.enable")
-
-    # -- protocol
-
-    @staticmethod
-    async def _connect(url):
-        # inside a coroutine, so that tornado binds the connection to self.loop
-        return await websocket_connect(url, max_message_size=256 << 20)
-
-    async def _receive(self, timeout):
-        msg = await asyncio.wait_for(self.ws.read_message(), timeout)
-        if msg is None:
-            raise RuntimeError("Chromium closed the DevTools connection")
-        return json.loads(msg)
-
-    async def _send(self, method, params, timeout):
-        self.next_id += 1
-        self.ws.write_message(json.dumps({"id": self.next_id, "method": method, "params": params}))
-        while True:
-            msg = await self._receive(timeout)
-            if msg.get("id") == self.next_id:
-                if "error" in msg:
-                    raise RuntimeError(f"{method}: {msg['error']}")
-                return msg["result"]
-            if "method" in msg:
-                self.events.append(msg)
-
-    def send(self, method, timeout=30, **params):
-        return self.loop.run_until_complete(self._send(method, params, timeout))
-
-    async def _wait_event(self, method, timeout):
-        deadline = time.monotonic() + timeout
-        while not any(e["method"] == method for e in self.events):
-            self.events.append(await self._receive(max(deadline - time.monotonic(), 0.01)))
-
-    async def _drain(self, seconds):
-        # Collect what arrives in the next `seconds` (late console errors, async scripts).
-        deadline = time.monotonic() + seconds
-        try:
-            while True:
-                msg = await self._receive(max(deadline - time.monotonic(), 0.001))
-                if "method" in msg:
-                    self.events.append(msg)
-        except asyncio.TimeoutError:
-            pass
-
-    # -- what the tests use
+        self.driver = webdriver.Chrome(options=options, service=Service(driver))
 
     def visit(self, url, settle=0.5):
-        """Load `url`, wait for its load event, and return the page's facts."""
-        self.events = []
-        self.send("Page.navigate", url=url)
-        self.loop.run_until_complete(self._wait_event("Page.loadEventFired", 60))
+        """Load `url` (Selenium waits for its load event) and return the page's facts."""
+        self.driver.get_log("browser")  # drop what the previous page logged
+        self.driver.get(url)
         self.wait(settle)
         facts = self.evaluate(FACTS_JS)
         facts["url"] = url
@@ -150,51 +89,37 @@ class Browser:
         return facts
 
     def wait(self, seconds):
-        """Let the page run for `seconds` (animations, late scripts), keeping its events."""
-        self.loop.run_until_complete(self._drain(seconds))
+        """Let the page run for `seconds` (animations, late scripts)."""
+        time.sleep(seconds)
 
     def evaluate(self, expression):
-        result = self.send("Runtime.evaluate", expression=expression, returnByValue=True)
-        if "exceptionDetails" in result:
-            raise RuntimeError(f"script failed: {result['exceptionDetails']}")
-        return result["result"].get("value")  # undefined has no value
+        return self.driver.execute_script(f"return ({expression});")
 
     def console_errors(self):
-        """Errors the page logged: console.error, uncaught exceptions, failed loads."""
+        """Errors the page logged since the last call: console.error, uncaught
+        exceptions, failed loads (as "network: what (url)", like the console shows)."""
         errors = []
-        for e in self.events:
-            p = e.get("params", {})
-            if e["method"] == "Runtime.consoleAPICalled" and p["type"] in ("error", "assert"):
-                errors.append("console.error: " + " ".join(
-                    str(a.get("value", a.get("description", ""))) for a in p["args"]))
-            elif e["method"] == "Runtime.exceptionThrown":
-                d = p["exceptionDetails"]
-                errors.append("uncaught: " + d.get("exception", {}).get("description", d["text"]))
-            elif e["method"] == "Log.entryAdded" and p["entry"]["level"] == "error":
-                errors.append(f"{p['entry']['source']}: {p['entry']['text']} "
-                              f"({p['entry'].get('url', '')})")
+        for entry in self.driver.get_log("browser"):
+            if entry["level"] != "SEVERE":
+                continue
+            message = entry["message"]
+            if entry["source"] == "network" and " - " in message:
+                url, _, what = message.partition(" - ")
+                message = f"{what} ({url})"
+            errors.append(f"{entry['source']}: {message}")
         return errors
 
     def screenshot(self, path, max_height=8000):
         """Save a PNG of the whole current page (up to `max_height` CSS pixels)."""
         # Grow the viewport to the page's height, as a tall window would show it.
         height = min(int(self.evaluate("document.documentElement.scrollHeight")), max_height)
-        self.send("Emulation.setDeviceMetricsOverride", width=self.width, height=height,
-                  deviceScaleFactor=1, mobile=False)
+        self.driver.execute_cdp_cmd("Emulation.setDeviceMetricsOverride", {
+            "width": self.width, "height": height, "deviceScaleFactor": 1, "mobile": False})
         try:
-            data = self.send("Page.captureScreenshot", format="png")["data"]
+            pathlib.Path(path).write_bytes(self.driver.get_screenshot_as_png())
         finally:
-            self.send("Emulation.clearDeviceMetricsOverride")
-        pathlib.Path(path).write_bytes(base64.b64decode(data))
+            self.driver.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})
         return path
 
     def close(self):
-        if getattr(self, "ws", None) is not None:
-            self.ws.close()
-            self.loop.close()
-        self.proc.terminate()
-        try:
-            self.proc.wait(10)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
+        self.driver.quit()

@@ -1,9 +1,12 @@
 """Compile a topic's kernels to PTX for compute capability 7.5 and 9.0, without a GPU.
 
 Run as a script in a process with NUMBA_ENABLE_CUDASIM=0 (the test does this):
-    python tests/compile_ptx.py TOPIC
+    python tests/compile_ptx.py TOPIC [--link]
 The signatures come from PTX_SIGNATURES in tests/test_TOPIC.py; every CUDA kernel
-and device function of kernels/TOPIC.py must have at least one.
+and device function of kernels/TOPIC.py must have at least one. --link also links
+each kernel's sm_75 PTX into a cubin, as numba-cuda does before a launch (cuda.core's
+Linker: nvJitLink where installed, else the driver's), and says which linker did it:
+the T4 check of tests/colab/gpu_check.py.
 """
 
 import importlib
@@ -30,7 +33,22 @@ class _NoDevice:
 dispatcher.get_current_device = _NoDevice
 
 
-def main(topic):
+def link_cubin(ptx, cc):
+    """(bytes of cubin, linker) for `ptx` linked for compute capability `cc`, with the
+    device runtime where it syncs a grid, as numba-cuda links it (codegen.py)."""
+    from cuda.core import Linker, LinkerOptions, ObjectCode
+    from numba.cuda.cudadrv.libs import get_cudalib
+
+    codes = [ObjectCode.from_ptx(ptx.encode())]
+    if "cudaCG" in ptx:
+        with open(get_cudalib("cudadevrt", static=True), "rb") as devrt:
+            codes.append(ObjectCode.from_library(devrt.read()))
+    linker = Linker(*codes, options=LinkerOptions(arch=f"sm_{cc[0]}{cc[1]}"))
+    backend = Linker.which_backend()
+    return len(linker.link("cubin").code), str(getattr(backend, "value", backend))
+
+
+def main(topic, link=False):
     module = importlib.import_module(f"kernels.{topic}")
     signatures = importlib.import_module(f"test_{topic}").PTX_SIGNATURES
     found = {name for name, obj in vars(module).items()
@@ -47,7 +65,11 @@ def main(topic):
                 if f".target sm_{cc[0]}{cc[1]}" not in ptx:
                     sys.exit(f"{name} {sig}: PTX does not target sm_{cc[0]}{cc[1]}")
                 print(f"{topic}.{name} {sig} sm_{cc[0]}{cc[1]}: {len(ptx)} bytes of PTX")
+                if link and not device and cc == CCS[0]:
+                    size, linker = link_cubin(ptx, cc)
+                    print(f"{topic}.{name} {sig} sm_{cc[0]}{cc[1]}: {size} bytes of cubin "
+                          f"linked by {linker}")
 
 
 if __name__ == "__main__":
-    main(sys.argv[1])
+    main(sys.argv[1], link="--link" in sys.argv[2:])

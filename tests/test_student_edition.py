@@ -3,9 +3,12 @@
 import ast
 import html
 import json
+import os
 import pathlib
 import re
+import subprocess
 import sys
+import zipfile
 
 import pytest
 
@@ -157,7 +160,35 @@ def test_student_edition_keeps_exercises_and_checker_cells(sources):
         assert all(call in cut for call in checker_calls), name
     for path in (ROOT / "kernels").rglob("*.py"):
         rel = path.relative_to(ROOT)
-        assert (sources / rel).read_text() == path.read_text(), rel
+        if "solutions" not in rel.parts:
+            assert (sources / rel).read_text() == path.read_text(), rel
+
+
+def test_student_package_has_no_solutions_and_installs(sources, tmp_path):
+    assert not (sources / "kernels" / "solutions").exists()
+    assert "kernels.solutions" not in (sources / "pyproject.toml").read_text()
+    proc = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q",
+                           "--no-build-isolation", "-w", str(tmp_path), str(sources)],
+                          capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    with zipfile.ZipFile(next(tmp_path.glob("*.whl"))) as wheel:
+        names = wheel.namelist()
+    # every module of the package ships: a subpackage missing from pyproject.toml
+    # would import here from the checkout but fail on Colab
+    shipped = {str(path.relative_to(ROOT)) for path in (ROOT / "kernels").rglob("*.py")
+               if "solutions" not in path.parts}
+    assert shipped - set(names) == set()
+    assert not [n for n in names if "solutions" in n]
+    # without kernels.solutions, the package and its benchmarks still import
+    code = ("import kernels.benchmarks.reduction as b, kernels.harness as h; "
+            "assert b.solutions is None; print(h.recorded('reduction.topk').stale)")
+    env = dict(os.environ, NUMBA_ENABLE_CUDASIM="1")
+    # (-I, and no editable install's hook, which would find the instructors' solutions)
+    setup = (f"import sys; sys.path.insert(0, {str(sources)!r}); sys.meta_path[:] = [f for f "
+             "in sys.meta_path if not getattr(f, '__module__', '').startswith('__editable__')]")
+    proc = subprocess.run([sys.executable, "-I", "-c", f"{setup}; {code}"],
+                          capture_output=True, text=True, env=env)
+    assert proc.returncode == 0 and proc.stdout.strip().endswith("False"), proc.stderr
 
 
 def test_student_notebooks_point_at_the_student_repository(tmp_path):

@@ -5,8 +5,10 @@
 
 writes a complete source tree to OUT/src (the book's sources with every {solution}
 block and every code cell that uses ``kernels.solutions`` removed, the `kernels`
-package, and the notebooks generated from those sources), then builds its HTML into
-OUT/_build/html, every chapter executed.
+package without ``kernels.solutions``, installable as it is, and the notebooks
+generated from those sources), then builds its HTML into OUT/_build/html, every
+chapter executed. The tests and benchmarks that need the solutions stay in the
+instructors' repository.
 Exercises, checker cells and everything else stay. Push OUT/src to a repository (or
 branch) of its own and pass its URL and branch: the notebooks' first cell and the
 book's Colab buttons then point there, not at the instructors' repository.
@@ -19,6 +21,7 @@ import re
 import shutil
 import subprocess
 import sys
+import tomllib
 
 import yaml
 
@@ -60,6 +63,16 @@ def strip(text):
     return "\n".join(kept)
 
 
+def without_solutions(pyproject):
+    """pyproject.toml's text with kernels.solutions out of the package list."""
+    text = re.sub(r'"kernels\.solutions",\s*', "", pyproject)
+    packages = tomllib.loads(text)["tool"]["setuptools"]["packages"]
+    if "kernels.solutions" in packages or "kernels" not in packages:
+        raise ValueError("pyproject.toml: [tool.setuptools] packages must list kernels and "
+                         "kernels.solutions as quoted names followed by a comma")
+    return text
+
+
 def copy_sources(root, src, repository=None, branch=None, execute=True):
     """The student source tree at `src`: the chapters without solutions, the package."""
     if src.exists():
@@ -74,14 +87,16 @@ def copy_sources(root, src, repository=None, branch=None, execute=True):
     if not execute:
         config.setdefault("execute", {})["execute_notebooks"] = "off"
     (src / "_config.yml").write_text(yaml.safe_dump(config, sort_keys=False))
-    for name in ("_toc.yml", "requirements.txt", "pyproject.toml"):
+    for name in ("_toc.yml", "requirements.txt"):
         shutil.copy2(root / name, src / name)
+    (src / "pyproject.toml").write_text(without_solutions((root / "pyproject.toml").read_text()))
     junk = shutil.ignore_patterns("__pycache__", "*.pyc", ".ipynb_checkpoints")
     shutil.copytree(root / "book", src / "book",
                     ignore=lambda d, names: set(junk(d, names)) | {
                         n for n in names if n.endswith(".ipynb")})
-    # the package whole: benchmarks and tests use kernels.solutions (see the README)
-    shutil.copytree(root / "kernels", src / "kernels", ignore=junk)
+    shutil.copytree(root / "kernels", src / "kernels",
+                    ignore=lambda d, names: set(junk(d, names)) | (
+                        {"solutions"} if pathlib.Path(d) == root / "kernels" else set()))
     for md in (src / "book").rglob("*.md"):
         md.write_text(strip(md.read_text()))
 

@@ -1,0 +1,86 @@
+"""Run generated notebooks top to bottom, as Colab would (the executor of notebooks.py).
+
+With Jupyter: nbclient, one fresh kernel per notebook. Without (the lent GPU has no
+Jupyter): the code cells run in order in one plain Python process. Several notebooks
+run in parallel, each in its own process (``notebooks.py --execute``).
+"""
+
+import concurrent.futures
+import os
+import pathlib
+import re
+import subprocess
+import sys
+
+CLI = pathlib.Path(__file__).with_name("notebooks.py")
+
+
+def execute(path, out_dir, timeout=600):
+    """Run one notebook top to bottom in a fresh kernel, as Colab would; save the result.
+
+    The working directory is a scratch folder (on Colab it is /content, not the
+    repository), so a chapter cannot lean on files beside it."""
+    import nbclient
+    import nbformat
+
+    nb = nbformat.read(path, as_version=4)
+    client = nbclient.NotebookClient(nb, timeout=timeout, kernel_name="python3",
+                                     resources={"metadata": {"path": str(scratch(path, out_dir))}})
+    try:
+        client.execute()
+    finally:
+        nbformat.write(nb, pathlib.Path(out_dir) / path.name)
+    return nb
+
+
+def execute_plain(path, out_dir):
+    """Run the notebook's code cells in order in this process, without Jupyter.
+
+    For machines that have no Jupyter (the lent GPU): the code is the notebook's, run
+    in one namespace as a kernel would, and what each cell prints is saved as its
+    output. The cells contain no IPython magics (tests/test_notebooks.py)."""
+    import contextlib
+    import io
+    import json
+
+    nb = json.loads(path.read_text())
+    os.chdir(scratch(path, out_dir))
+    namespace = {"__name__": "__main__"}
+    try:
+        for cell in nb["cells"]:
+            tags = cell["metadata"].get("tags", [])
+            if cell["cell_type"] == "code" and "skip-execution" not in tags:
+                printed = io.StringIO()
+                try:
+                    with contextlib.redirect_stdout(printed), contextlib.redirect_stderr(printed):
+                        exec(compile("".join(cell["source"]), f"{path.name} {cell['id']}", "exec"),
+                             namespace)
+                except Exception as err:  # as nbclient does: an expected error is shown
+                    if "raises-exception" not in tags:
+                        raise
+                    print(f"{type(err).__name__}: {err}", file=printed)
+                finally:
+                    cell["outputs"] = [{"output_type": "stream", "name": "stdout",
+                                        "text": printed.getvalue()}]
+    finally:
+        (pathlib.Path(out_dir) / path.name).write_text(json.dumps(nb, indent=1))
+
+
+def scratch(path, out_dir):
+    work = pathlib.Path(out_dir).resolve() / f"{path.stem}-cwd"
+    work.mkdir(parents=True, exist_ok=True)
+    return work
+
+
+def execute_all(paths, out_dir, workers=None, timeout=600, plain=False):
+    """Run notebooks in parallel, each in its own process; {path: (ok, log)}."""
+    def one(path):
+        proc = subprocess.run(
+            [sys.executable, str(CLI), "--execute", str(path), "--out", str(out_dir),
+             "--timeout", str(timeout)] + (["--plain"] if plain else []),
+            capture_output=True, text=True)
+        log = re.sub(r"\x1b\[[0-9;]*m", "", proc.stdout + proc.stderr)  # no colour codes
+        return path, (proc.returncode == 0, log)
+
+    with concurrent.futures.ThreadPoolExecutor(workers or os.cpu_count() or 2) as pool:
+        return dict(pool.map(one, paths))
