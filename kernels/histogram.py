@@ -8,11 +8,16 @@ Versions (VERSIONS maps each name to its host function), each a step from the la
     histogram_lane_private      4-byte loads into 32 private copies of the block's
                                 histogram, one per warp lane: no two lanes of a warp
                                 ever touch the same counter or the same memory bank
+    histogram_last_block        the same counters, 8-byte loads four at a time, and one
+                                launch: blocks add into a total kept at zero between
+                                calls, and the last block to finish hands it out
 Beside them:
     histogram_shared_atomics_int64  histogram_shared_atomics with 64-bit shared
                                     counters: the same work, many times slower
     read_only                       reads every byte as the versions do and counts
                                     nothing: the floor a histogram cannot beat
+    read_only_wide                  reads every byte as histogram_last_block does, in
+                                    one launch, and counts nothing: its floor
 
 Every version counts byte values 0-127 and skips bytes >= 128 (the lead and
 continuation bytes of UTF-8 characters), so none can write past its 128 bins.
@@ -20,14 +25,15 @@ The counts are int64, as np.bincount gives them.
 """
 
 import numpy as np
-from numba import cuda
+from numba import cuda, int32, uint64
 
-from kernels import validate
+from kernels import scratch, validate
 from kernels.gridstride import sm_count
 
 BINS = 128   # ASCII
 WARP = 32    # lanes of a warp: the lane-private copies, and the shared memory banks
 MAX_BYTES = 2**31 - 1  # shared counters are int32: no block may count more than this
+IN_FLIGHT = 4  # histogram_last_block: loads each thread issues before it counts any
 
 # ------------------------------------------------------------------ reference
 
@@ -162,6 +168,71 @@ def read_only_kernel(words, data, out):
         out[0] = 1
 
 
+@cuda.jit(device=True, inline=True)
+def count_word(local, w, lane):
+    """Count the 8 bytes of the uint64 `w` (byte k in bits 8k..8k+7) into column `lane`."""
+    for k in range(8):
+        c = int32((w >> uint64(8 * k)) & uint64(0xFF))  # uint64 throughout: no float
+        if c < BINS:
+            cuda.atomic.add(local, (c, lane), 1)
+
+
+@cuda.jit
+def histogram_last_block_kernel(words, data, totals, ticket, out):
+    local = cuda.shared.array((BINS, WARP), np.int32)
+    t = cuda.threadIdx.x
+    lane = t % WARP
+    for b in range(t, BINS * WARP, cuda.blockDim.x):
+        local[b // WARP, b % WARP] = 0
+    cuda.syncthreads()
+    stride = cuda.gridsize(1)
+    i = cuda.grid(1)
+    while i + (IN_FLIGHT - 1) * stride < words.size:
+        # four independent loads issued before the first is used: the text is read
+        # in one or two round trips to memory instead of one trip per load
+        w0, w1, w2, w3 = words[i], words[i + stride], words[i + 2 * stride], words[i + 3 * stride]
+        count_word(local, w0, lane)
+        count_word(local, w1, lane)
+        count_word(local, w2, lane)
+        count_word(local, w3, lane)
+        i += IN_FLIGHT * stride
+    while i < words.size:
+        count_word(local, words[i], lane)
+        i += stride
+    for i in range(8 * words.size + cuda.grid(1), data.size, stride):
+        if data[i] < BINS:
+            cuda.atomic.add(local, (data[i], lane), 1)
+    cuda.syncthreads()
+    for b in range(t, BINS, cuda.blockDim.x):
+        total = 0
+        for l in range(WARP):
+            total += local[b, (l + b) % WARP]
+        if total != 0:
+            cuda.atomic.add(totals, b, total)
+    if scratch.is_last_block(ticket):  # every other block has added: hand the totals out
+        for b in range(t, BINS, cuda.blockDim.x):
+            out[b] = cuda.atomic.exch(totals, b, 0)  # read, and leave 0 for the next call
+        if t == 0:
+            ticket[0] = 0
+
+
+@cuda.jit
+def read_only_wide_kernel(words, data, out):
+    seen = uint64(0)
+    stride = cuda.gridsize(1)
+    i = cuda.grid(1)
+    while i + (IN_FLIGHT - 1) * stride < words.size:
+        seen |= words[i] | words[i + stride] | words[i + 2 * stride] | words[i + 3 * stride]
+        i += IN_FLIGHT * stride
+    while i < words.size:
+        seen |= words[i]
+        i += stride
+    for i in range(8 * words.size + cuda.grid(1), data.size, stride):
+        seen |= data[i]
+    if seen == uint64(0xFFFFFFFFFFFFFFFF):  # depends on the data: the loads stay
+        out[0] = 1
+
+
 # ------------------------------------------------------------ host functions
 
 
@@ -177,11 +248,13 @@ def default_launch(version):
         "histogram_shared_wide_loads": (2, 256),
         "histogram_lane_private": (2, 512),
         "read_only": (2, 512),
+        "histogram_last_block": (2, 512),
+        "read_only_wide": (2, 512),
     }[version]
     return per_sm * sm_count(), threads
 
 
-def _args(version, data, out, blocks, threads):
+def _args(version, data, out, blocks, threads, clear=True):
     validate.array("data", data, dtypes=np.uint8, ndim=1)
     validate.nonempty("data", data)
     if data.size > MAX_BYTES:
@@ -191,21 +264,22 @@ def _args(version, data, out, blocks, threads):
     blocks, threads = validate.launch(default_blocks if blocks is None else blocks,
                                       default_threads if threads is None else threads)
     out = validate.output("out", out, data, dtype=np.int64, shape=(BINS,))
-    if validate.on_device(out):
+    if clear and validate.on_device(out):  # (the one-launch versions write every bin)
         clear_kernel[1, BINS](out)
-    else:
+    elif clear:
         out[:] = 0
     return out, blocks, threads
 
 
-def _words(data):
-    """The first len(data) // 4 * 4 bytes of `data` seen as uint32 words (no copy)."""
+def _words(data, word=np.uint32):
+    """The first bytes of `data` seen as whole words of type `word` (no copy)."""
+    size = np.dtype(word).itemsize
     interface = getattr(data, "__cuda_array_interface__", None)
-    if interface is not None and interface["data"][0] % 4 != 0:
-        raise ValueError("data must start at an address divisible by 4 to be read as "
-                         "4-byte words (a device array sliced at an odd offset was given); "
-                         "copy it into a new device array")
-    return data[:data.size // 4 * 4].view(np.uint32)
+    if interface is not None and interface["data"][0] % size != 0:
+        raise ValueError(f"data must start at an address divisible by {size} to be read as "
+                         f"{size}-byte words (a device array sliced at an odd offset was "
+                         "given); copy it into a new device array")
+    return data[:data.size // size * size].view(word)
 
 
 def histogram_global_atomics(data, out=None, *, blocks=None, threads=None):
@@ -251,9 +325,30 @@ def read_only(data, out=None, *, blocks=None, threads=None):
     return out
 
 
+def histogram_last_block(data, out=None, *, blocks=None, threads=None):
+    """Counts of bytes 0-127: lane-private counters, 8-byte loads, one launch (no
+    clearing launch: the last block writes every bin of `out`)."""
+    out, blocks, threads = _args("histogram_last_block", data, out, blocks, threads,
+                                 clear=False)
+    totals = scratch.buffer("histogram totals", np.zeros(BINS, np.int32))
+    ticket = scratch.buffer("histogram ticket", np.zeros(1, np.int32))
+    histogram_last_block_kernel[blocks, threads](_words(data, np.uint64), data, totals,
+                                                 ticket, out)
+    return out
+
+
+def read_only_wide(data, out=None, *, blocks=None, threads=None):
+    """Read `data` as histogram_last_block does, in one launch, counting nothing: its
+    floor. What it leaves in `out` means nothing."""
+    out, blocks, threads = _args("read_only_wide", data, out, blocks, threads, clear=False)
+    read_only_wide_kernel[blocks, threads](_words(data, np.uint64), data, out)
+    return out
+
+
 VERSIONS = {
     "histogram_global_atomics": histogram_global_atomics,
     "histogram_shared_atomics": histogram_shared_atomics,
     "histogram_shared_wide_loads": histogram_shared_wide_loads,
     "histogram_lane_private": histogram_lane_private,
+    "histogram_last_block": histogram_last_block,
 }

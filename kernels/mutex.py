@@ -4,6 +4,9 @@ Versions (VERSIONS maps each name to its host function; all compute a . b):
     dot_partial     one partial sum per block, summed on the host
     dot_mutex       each block adds its partial to the total under a mutex
     dot_atomic      each block adds its partial with one float32 atomic add
+    dot_last_block  dot_atomic with eight loads in flight per thread and one launch: the
+                    blocks add into a total kept at zero between calls, and the last
+                    block to finish (a ticket taken after a memory fence) hands it out
 Beside them:
     add_one_mutex   every thread adds one to a counter; one lock holder per block
     product_mutex   a product, with the multiply (which has no atomic) under a mutex
@@ -24,10 +27,11 @@ from unittest import mock
 import numpy as np
 from numba import cuda, float32
 
-from kernels import SIMULATOR, validate
+from kernels import SIMULATOR, scratch, validate
 from kernels.gridstride import sm_count
 
 MAX_THREADS = 1024  # the shared-memory tree holds one value per thread of a block
+IN_FLIGHT = 4  # dot_last_block: elements of each vector a thread loads before it adds
 THREADS = 256
 # How many times a thread may find the mutex taken before it gives up. On an H200 one
 # try takes 0.2-0.8 us, so a lock nobody releases is reported within seconds, while
@@ -49,16 +53,46 @@ def dot_reference(a, b):
     return np.dot(a.astype(np.float64), b.astype(np.float64))
 
 
-def dot_tolerance(a, b):
-    """Absolute tolerance for a float32 dot product of a and b, from their size.
+def dot_tolerance(a, b, *, blocks=None, threads=THREADS):
+    """Absolute tolerance for a . b summed in float32 by `blocks` x `threads` threads.
 
-    Each float32 addition may round by half a unit in the last place (eps / 2) of
-    the running sum. Rounding errors of a long sum mostly cancel and grow like the
-    square root of the number of additions, so sqrt(n) * eps times the sum of the
-    magnitudes bounds any summation order with a wide margin, while a wrong term
-    (or a lost one) is far larger."""
-    scale = np.abs(a.astype(np.float64) * b.astype(np.float64)).sum()
-    return math.sqrt(a.size) * np.finfo(np.float32).eps * max(scale, np.finfo(np.float32).tiny)
+    Each float32 operation rounds by at most u = eps/2 of its result, so the error is at most
+    u * (sum of |a_i b_i| + sum of |every partial sum the kernels form|): summation_rounding."""
+    blocks, threads = _dot_args(a, b, blocks, threads)
+    # float32 x float32 is exact in float64 (24-bit significands, 53 bits of room)
+    return summation_rounding(a.astype(np.float64) * b.astype(np.float64), blocks, threads)
+
+
+def summation_rounding(terms, blocks, threads):
+    """Bound on the error of a float32 sum of `terms` (float64) added as the kernels do.
+
+    Each thread adds its grid-stride slice in order, each block folds its threads' sums
+    in the halving tree, and the blocks' partials are added in any order (atomics, a
+    mutex, or NumPy on the host). Each addition rounds by at most u times its result:
+    the bound is u * (sum of |terms| + sum of |running sums and tree nodes| + sum over
+    j of the j largest |partials|, which bounds any running total of j partials in any
+    order), plus a second-order term for the rounding carried inside those sums."""
+    u = float(np.finfo(np.float32).eps) / 2
+    n, width = terms.size, blocks * threads
+    rows = -(-n // width)
+    depth = rows + math.log2(threads) + blocks  # roundings one term passes through, at most
+    if depth * u >= 0.5:
+        raise ValueError(f"a float32 sum {depth:.0f} additions deep has no useful error bound: "
+                         "use more threads")
+    grid = np.zeros(rows * width)
+    grid[:n] = terms
+    running = np.cumsum(grid.reshape(rows, width), axis=0)  # [k, g]: thread g after k+1 terms
+    # Element k * width + g is thread g's term k: its sums after a second term exist below n.
+    magnitudes = np.abs(running.ravel()[width:n]).sum()
+    tree = running[-1].reshape(blocks, threads)
+    while tree.shape[1] > 1:
+        half = tree.shape[1] // 2
+        tree = tree[:, :half] + tree[:, half:]
+        magnitudes += np.abs(tree).sum()
+    partials = np.sort(np.abs(tree[:, 0]))[::-1]
+    magnitudes += np.cumsum(partials)[1:].sum()
+    scale = np.abs(terms).sum()
+    return u * (scale + magnitudes) + (depth * u) ** 2 / (1 - depth * u) * scale
 
 
 def product_reference(x):
@@ -178,6 +212,34 @@ def dot_atomic_kernel(a, b, total):
     block_sum(s_block)
     if tid == 0:
         cuda.atomic.add(total, 0, s_block[0])
+
+
+@cuda.jit
+def dot_last_block_kernel(a, b, scratch_total, ticket, total):
+    s_block = cuda.shared.array(MAX_THREADS, float32)
+    tid = cuda.threadIdx.x
+    stride = cuda.gridsize(1)
+    i = cuda.grid(1)
+    acc = float32(0)
+    while i + (IN_FLIGHT - 1) * stride < a.size:
+        # eight independent loads (four of each vector) before the first multiply
+        a0, a1, a2, a3 = a[i], a[i + stride], a[i + 2 * stride], a[i + 3 * stride]
+        b0, b1, b2, b3 = b[i], b[i + stride], b[i + 2 * stride], b[i + 3 * stride]
+        acc += (a0 * b0 + a1 * b1) + (a2 * b2 + a3 * b3)
+        i += IN_FLIGHT * stride
+    while i < a.size:
+        acc += a[i] * b[i]
+        i += stride
+    s_block[tid] = acc
+    cuda.syncthreads()
+    block_sum(s_block)
+    if tid == 0:
+        cuda.atomic.add(scratch_total, 0, s_block[0])
+    if scratch.is_last_block(ticket) and tid == 0:
+        # atomic read: the adds of other blocks live in L2, not in this SM's cache
+        total[0] = cuda.atomic.add(scratch_total, 0, float32(0))
+        scratch_total[0] = 0  # ready for the next call, which starts after this one ends
+        ticket[0] = 0
 
 
 @cuda.jit(device=True)
@@ -373,6 +435,17 @@ def dot_atomic(a, b, *, blocks=None, threads=THREADS, into=None):
     return total
 
 
+def dot_last_block(a, b, *, blocks=None, threads=THREADS, into=None):
+    """Queue a . b in one launch (no reset launch): the last block writes the total;
+    return a DeviceTotal."""
+    blocks, threads = _dot_args(a, b, blocks, threads)
+    total = _into(into, np.float32) if into is not None else DeviceTotal(np.float32).reset()
+    sums = scratch.buffer("dot total", np.zeros(1, np.float32))
+    ticket = scratch.buffer("dot ticket", np.zeros(1, np.int32))
+    dot_last_block_kernel[blocks, threads](a, b, sums, ticket, total.total)
+    return total
+
+
 def dot_mutex_tid_plus_one(a, b, *, blocks=None, threads=THREADS, max_spins=None, into=None):
     """EXHIBIT: dot_mutex with the popular version's wrong tree step."""
     return _dot_locked(dot_mutex_tid_plus_one_kernel, a, b, blocks, threads, max_spins, into)
@@ -445,6 +518,7 @@ VERSIONS = {
     "dot_partial": dot_partial,
     "dot_mutex": dot_mutex,
     "dot_atomic": dot_atomic,
+    "dot_last_block": dot_last_block,
 }
 
 EXHIBITS = {

@@ -1,12 +1,16 @@
 """The performance summary: every recorded benchmark's best version against its
-fastest peer and against the device's limits (the book's performance page).
+fastest peer on the same problem and against its physical floor (the book's
+performance page).
 
 * ``summary()``: a ``Line`` per recorded benchmark, plus the benchmarks and topics
   that have no recording yet;
-* ``table(lines)``: the throughput benchmarks (GB/s, TFLOP/s) as a Markdown table;
+* ``table(lines)``: the throughput benchmarks (GB/s, TFLOP/s) as a Markdown table:
+  times, the speed-up over the fastest peer (a ratio of times for the same problem),
+  the physical floor and how far the best version is from it;
+* ``floors(lines)``: one sentence per line on how its floor was computed;
 * ``behaviours(lines)``: the others (contention, overlap, launch costs: times
   without a peer to beat), listed with what they measured;
-* ``figures(lines)``: achieved GB/s and TFLOP/s beside the limits, one figure per
+* ``figures(lines)``: the times of best version, peers and floor, one figure per
   device, with device, driver, numba-cuda version and dates on the figure.
 
 Recordings are read only through ``harness.recorded``, so a stale recording is
@@ -26,18 +30,27 @@ METRICS = {"tflops": "TFLOP/s", "gbps": "GB/s"}  # a benchmark is summarised by 
 DEVICE_LIMITS = {"copy_gbps": "device copy", "h2d_gbps": "host to device",
                  "d2h_gbps": "device to host"}
 TIMING_KEYS = {"name", "kind", "time_ms", "e2e_ms", "l2"}
+PART = "part"  # a peer row with this field solves only part of the problem (cupy.min alone)
+
+
+@dataclasses.dataclass
+class Floor:
+    """The least time the best version's problem can take, from measured parts."""
+
+    ms: float
+    how: str  # one sentence: the parts and how they add up
 
 
 @dataclasses.dataclass
 class Line:
-    """One recorded benchmark: its fastest version, fastest peer and limit."""
+    """One recorded benchmark: its fastest version, fastest peer and floor."""
 
     result: harness.Result
     metric: str | None  # "tflops", "gbps", or None when the rows carry times only
     best: dict | None   # the fastest version's row
-    peers: list         # the peers' rows that ran the best version's problem
-    peer: dict | None   # the fastest of them
-    limit: tuple | None  # (what, value in the metric's unit)
+    peers: list         # the peers' rows that solved the best version's whole problem
+    peer: dict | None   # the fastest of them, by time
+    floor: Floor | None
 
     @property
     def key(self):
@@ -53,18 +66,19 @@ class Line:
 
     @property
     def speedup(self):
-        """How many times faster the best version is than the fastest peer."""
+        """How many times faster the best version is than the fastest peer: the peer's
+        time over the version's, both for the same problem (never a ratio of GB/s,
+        which would credit a peer for bytes it need not have moved)."""
         if self.best is None or self.peer is None:
             return None
-        a, b = self.value(self.best), self.value(self.peer)
-        return a / b if self.metric else b / a
+        return ms(self.peer) / ms(self.best)
 
     @property
-    def of_limit(self):
-        """The best version's achievement as a fraction of the limit."""
-        if self.best is None or self.limit is None:
+    def over_floor(self):
+        """The best version's time as a multiple of its floor (1.0: at the floor)."""
+        if self.best is None or self.floor is None:
             return None
-        return self.value(self.best) / self.limit[1]
+        return ms(self.best) / self.floor.ms
 
 
 @dataclasses.dataclass
@@ -72,6 +86,11 @@ class Summary:
     lines: list        # Line per recorded benchmark, in the course's topic order
     unrecorded: list   # benchmark keys without a recording
     no_benchmarks: list  # topics that have no benchmark module yet
+
+
+def ms(r):
+    """A row's median GPU time in ms."""
+    return r["time_ms"]["median"]
 
 
 def _fastest(rows, metric):
@@ -98,23 +117,69 @@ def comparable(rows, best):
     return same or rows
 
 
-def _limit(result, metric, best):
-    # What bounds a version: the benchmark's own "limit" rows and any cuBLAS peer
-    # (the vendor's kernel is the practical ceiling); failing those, for GB/s, the
-    # measured host link for a transfer and the device's copy bandwidth otherwise.
-    candidates = comparable(result.rows("limit") + [r for r in result.rows("peer")
-                                                    if "cublas" in r["name"].lower()], best)
-    found = _fastest(candidates, metric) if metric else None
-    if found is not None:
-        return found["name"], found[metric]
-    if metric == "gbps":
-        # A transfer (its best row names the direction) is bounded by the host link.
-        said = f"{best['name']} {best.get('direction', '')}".lower()
-        for words, key in (("host to device", "h2d_gbps"), ("device to host", "d2h_gbps")):
-            if words in said:
-                return f"{DEVICE_LIMITS[key]} (measured)", result.limits[key]
-        return "device copy (measured)", result.limits["copy_gbps"]
-    return None
+def _bandwidth(result, best):
+    """(what, GB/s): the measured bandwidth that bounds the best version's bytes: the
+    host link for a transfer (its row names the direction), else the device copy."""
+    said = f"{best['name']} {best.get('direction', '')}".lower()
+    for words, key in (("host to device", "h2d_gbps"), ("device to host", "d2h_gbps")):
+        if words in said:
+            return f"measured {DEVICE_LIMITS[key]} bandwidth", result.limits[key]
+    return "measured device copy bandwidth", result.limits["copy_gbps"]
+
+
+def _fastest_rate(result, best, metric, what, measured):
+    """(what, rate): the measured limit, unless a row of the same problem went faster
+    (cuBLAS beats a plain FMA loop; a transfer recorded on a better day beats today's
+    copy): a floor no measured run beats."""
+    rows = comparable([r for r in result.entry["rows"] if metric in r], best)
+    fastest = max(rows, key=lambda r: r[metric], default=None)
+    if fastest is not None and fastest[metric] > measured:
+        return f"reached by {fastest['name']}, above the {what}", fastest[metric]
+    return what, measured
+
+
+def _fmt_ms(value):
+    return f"{value * 1e3:,.3g} \u00b5s" if value < 1 else f"{value:,.3g} ms"
+
+
+def _floor(result, best):
+    """The physical floor of the best version's problem, from measured parts: the bytes
+    it must move over the measured bandwidth, or its float32 operations over the
+    measured FMA rate, whichever is longer, plus the measured time of the smallest
+    kernel. The bytes and operations are those its GB/s and TFLOP/s count (each input
+    read once, each output written once); a row of the same problem that went faster
+    than the measured bandwidth or FMA rate sets the rate instead. A benchmark's own limit row with "floor_ms"
+    (built from its own measured parts) wins."""
+    if best is None or "time_ms" not in best:
+        return None
+    own = [r for r in comparable(result.rows("limit"), best) if "floor_ms" in r]
+    if own:
+        r = min(own, key=lambda r: r["floor_ms"])
+        return Floor(r["floor_ms"], f"the benchmark's own floor, \u201c{r['name']}\u201d: "
+                                    f"{_fmt_ms(r['floor_ms'])}.")
+    limits = result.limits
+    if "kernel_ms" not in limits or not any(m in best for m in METRICS):
+        return None
+    terms = []  # (ms, words)
+    if "gbps" in best:
+        nbytes = best["gbps"] * ms(best) * 1e6
+        what, gbps = _fastest_rate(result, best, "gbps", *_bandwidth(result, best))
+        t = nbytes / gbps / 1e6
+        terms.append((t, f"{nbytes / 1e6:,.3g} MB read or written \u00f7 {gbps:,.0f} GB/s "
+                         f"({what}) = {_fmt_ms(t)}"))
+    if "tflops" in best and "fp32_tflops" in limits:
+        flops = best["tflops"] * ms(best) * 1e9
+        what, rate = _fastest_rate(result, best, "tflops", "measured float32 FMA rate",
+                                   limits["fp32_tflops"])
+        t = flops / rate / 1e9
+        terms.append((t, f"{flops / 1e9:,.4g} GFLOP \u00f7 {rate:,.1f} TFLOP/s ({what}) "
+                         f"= {_fmt_ms(t)}"))
+    if not terms:
+        return None
+    t, words = max(terms)
+    total = t + limits["kernel_ms"]
+    return Floor(total, f"{words}, plus {_fmt_ms(limits['kernel_ms'])} for the smallest "
+                        f"kernel (measured): {_fmt_ms(total)}.")
 
 
 def line(result):
@@ -122,8 +187,8 @@ def line(result):
     kernels = result.rows("kernel")
     metric = next((m for m in METRICS if any(m in r for r in kernels)), None)
     best = _fastest(kernels, metric)
-    peers = comparable(result.rows("peer"), best)
-    return Line(result, metric, best, peers, _fastest(peers, metric), _limit(result, metric, best))
+    peers = [r for r in comparable(result.rows("peer"), best) if PART not in r]
+    return Line(result, metric, best, peers, _fastest(peers, None), _floor(result, best))
 
 
 def summary():
@@ -156,20 +221,34 @@ def table(lines):
     lines = [ln for ln in lines if ln.metric is not None]
     if not lines:
         return "*No throughput benchmark recorded yet.*"
-    out = ["| Benchmark | Best version | Achieved | Fastest peer | Speed-up | Of its limit |",
-           "| --- | --- | --- | --- | --- | --- |"]
+    out = ["| Benchmark | Best version | Its time | Fastest peer, same problem | Speed-up "
+           "(peer time \u00f7 its time) | Physical floor | Its time \u00f7 floor |",
+           "| --- | --- | --- | --- | --- | --- | --- |"]
     for ln in lines:
         name = f"`{ln.key}`" + (" **STALE**" if ln.result.stale else "")
-        best = ("no version row", "-") if ln.best is None else (
-            label(ln.best), _fmt(ln.value(ln.best), ln.unit))
-        peer = "-" if ln.peer is None else f"{label(ln.peer)}: {_fmt(ln.value(ln.peer), ln.unit)}"
+        if ln.best is None:
+            best = ("no version row", "-")
+        else:
+            best = (label(ln.best), f"{_fmt_ms(ms(ln.best))} ({_fmt(ln.value(ln.best), ln.unit)})")
+        peer = "-" if ln.peer is None else f"{label(ln.peer)}: {_fmt_ms(ms(ln.peer))}"
         speedup = "-" if ln.speedup is None else f"{ln.speedup:,.2f}x"
-        of_limit = "-" if ln.of_limit is None else f"{100 * ln.of_limit:.0f}% of {ln.limit[0]}"
-        out.append(f"| {name} | {best[0]} | {best[1]} | {peer} | {speedup} | {of_limit} |")
+        floor = "-" if ln.floor is None else _fmt_ms(ln.floor.ms)
+        over = "-" if ln.over_floor is None else f"{ln.over_floor:,.2f}x"
+        out.append(f"| {name} | {best[0]} | {best[1]} | {peer} | {speedup} | {floor} | {over} |")
     out.append("")
     for dev_lines in _by_device(lines).values():
         out.append(f"*{caption(dev_lines)}.*".replace("\n", "; "))
     return "\n".join(out)
+
+
+def floors(lines):
+    """How each throughput line's floor was computed, one sentence each (Markdown list)."""
+    lines = [ln for ln in lines if ln.metric is not None]
+    return "\n".join(
+        f"* `{ln.key}`: " + (ln.floor.how if ln.floor else
+                            "no floor: its recording has no measured smallest kernel "
+                            "(re-record it) or its rows count neither bytes nor operations.")
+        for ln in lines) or "*Nothing yet.*"
 
 
 def behaviours(lines):
@@ -202,26 +281,20 @@ def caption(lines):
     return text
 
 
-def _own_limit(ln):
-    """Whether the line's limit is its benchmark's own (a device limit is drawn as a line)."""
-    return ln.limit is not None and not ln.limit[0].endswith("(measured)")
-
-
-def _peers_by_priority(ln, metric):
+def _peers_by_priority(ln):
     # the fastest peer first, then the others from the fastest
-    return sorted((r for r in ln.peers if metric in r),
-                  key=lambda r: (r is not ln.peer, -ln.value(r)))
+    return sorted((r for r in ln.peers if "time_ms" in r), key=lambda r: (r is not ln.peer, ms(r)))
 
 
-def _name_peers(ax, ln, yy, metric):
+def _name_peers(ax, ln, yy):
     """Write peers' names under their markers, on one of two levels, none over another;
     a name that fits on neither level is left out (its marker stays)."""
     low, high = ax.get_xlim()
     # decades of the axis per character of a 7 pt name (the axes are about 5.5 in wide)
     per_char = np.log10(high / low) / 5.5 * 4.2 / 72
     placed = []  # (log10 x, level, characters)
-    for r in _peers_by_priority(ln, metric):
-        x, n = np.log10(ln.value(r)), len(r["name"])
+    for r in _peers_by_priority(ln):
+        x, n = np.log10(ms(r)), len(r["name"])
         level = next((lv for lv in (0, 1) if all(
             abs(x - px) > per_char * (n + pn) / 2 + 0.05 for px, pl, pn in placed if pl == lv)),
             None)
@@ -232,66 +305,55 @@ def _name_peers(ax, ln, yy, metric):
                         color="tab:orange" if r is ln.peer else "dimgray")
 
 
-def _panel(ax, lines, metric, limits):
-    # Log scale: a CPU peer and a GPU limit differ by 100x. Markers, not bars, since a
-    # bar on a log axis has no meaningful start.
+def _panel(ax, lines):
+    # Times, not GB/s: every marker of a row is the time for the same problem, so
+    # further right is slower whatever bytes each one counts. Log scale: a CPU peer
+    # and the GPU differ by 100x. Markers, not bars: a bar on a log axis has no start.
     y = np.arange(len(lines))[::-1]
     for yy, ln in zip(y, lines):
-        for r in _peers_by_priority(ln, metric):
-            ax.plot(ln.value(r), yy, "D", ms=7, mec="tab:orange",
+        for r in _peers_by_priority(ln):
+            ax.plot(ms(r), yy, "D", ms=7, mec="tab:orange",
                     mfc="tab:orange" if r is ln.peer else "none")
-        ax.plot(ln.value(ln.best), yy, "o", color="tab:blue", ms=9)
-        ax.annotate(ln.best["name"], (ln.value(ln.best), yy), xytext=(0, 7),
+        ax.plot(ms(ln.best), yy, "o", color="tab:blue", ms=9)
+        ax.annotate(ln.best["name"], (ms(ln.best), yy), xytext=(0, 7),
                     textcoords="offset points", ha="center", fontsize=7, color="tab:blue")
-        if _own_limit(ln):
-            ax.plot(ln.limit[1], yy, "k|", ms=20, mew=2)
+        if ln.floor is not None:
+            ax.plot(ln.floor.ms, yy, "k|", ms=20, mew=2)
     handles = [plt.Line2D([], [], ls="none", marker="o", color="tab:blue", label="best version"),
                plt.Line2D([], [], ls="none", marker="D", color="tab:orange", label="fastest peer"),
                plt.Line2D([], [], ls="none", marker="D", mfc="none", mec="tab:orange",
-                          label="other peers")]
-    if any(_own_limit(ln) for ln in lines):
-        handles.append(plt.Line2D([], [], ls="none", marker="|", color="k", ms=14, mew=2,
-                                  label="its limit (limit row or cuBLAS)"))
-    if metric == "gbps":
-        for (key, name), style in zip(DEVICE_LIMITS.items(), ("-", "--", ":")):
-            handles.append(ax.axvline(limits[key], color="black", linestyle=style, linewidth=1,
-                                      label=f"{name}: {limits[key]:,.0f} GB/s (measured)"))
+                          label="other peers"),
+               plt.Line2D([], [], ls="none", marker="|", color="k", ms=14, mew=2,
+                          label="physical floor (measured parts)")]
     ax.set_xscale("log")
     ax.margins(x=0.15)
     low, high = ax.get_xlim()
     # 1-2-5 ticks over a few decades; powers of ten only over many
     subs = (1, 2, 5) if np.log10(high / low) < 4.5 else (1,)
     ax.xaxis.set_major_locator(matplotlib.ticker.LogLocator(base=10, subs=subs))
-    ax.xaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(
-        lambda v, _: f"{v:,.0f}" if v >= 1 else f"{v:g}"))
+    ax.xaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda v, _: f"{v:g}"))
     ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
     for yy, ln in zip(y, lines):
-        _name_peers(ax, ln, yy, metric)
+        _name_peers(ax, ln, yy)
     ax.set_ylim(-0.7, len(lines) - 0.3)
     ax.set_yticks(y, [ln.key + (" (STALE)" if ln.result.stale else "") for ln in lines])
     for tick, ln in zip(ax.get_yticklabels(), lines):
         if ln.result.stale:
             tick.set_color("tab:red")
-    ax.set_xlabel(f"achieved {METRICS[metric]} (log scale)")
+    ax.set_xlabel("GPU time in ms for the same problem (log scale; left is faster)")
     ax.grid(axis="x", which="both", alpha=0.3)
     ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1), fontsize=8)
 
 
 def figures(lines):
-    """One figure per device: achieved GB/s and TFLOP/s of the best version and the
-    fastest peer of each benchmark, against the device's measured limits."""
+    """One figure per device: the time of the best version, of the peers on the same
+    problem and the physical floor of each throughput benchmark."""
     figs = []
     plotted = [ln for ln in lines if ln.metric is not None and ln.best is not None]
     for device, dev_lines in _by_device(plotted).items():
-        panels = [(m, [ln for ln in dev_lines if ln.metric == m]) for m in METRICS]
-        panels = [(m, ls) for m, ls in panels if ls]
-        heights = [len(ls) + 1.5 for _, ls in panels]
-        fig, axes = plt.subplots(len(panels), 1, squeeze=False,
-                                 figsize=(11, 1.5 + 0.6 * sum(heights)),
-                                 gridspec_kw={"height_ratios": heights})
-        for ax, (metric, ls) in zip(axes[:, 0], panels):
-            _panel(ax, ls, metric, ls[0].result.limits)
-        fig.suptitle(f"Best version vs fastest peer and the limits on the {device}")
+        fig, ax = plt.subplots(figsize=(11, 2.5 + 0.6 * len(dev_lines)))
+        _panel(ax, dev_lines)
+        fig.suptitle(f"Best version, peers and physical floor on the {device}")
         text = caption(dev_lines)
         fig.text(0.01, 0.005, text, fontsize=8, va="bottom")
         # room at the bottom for the caption's lines, about 0.2 inch each

@@ -6,6 +6,10 @@ Versions (VERSIONS maps each name to its host function):
     sum_unrolled           the same, with four independent loads in flight per thread
     sum_warp_shuffle       the block's tree done with warp shuffles (GPU only)
     minmax_shared_tree     minimum and maximum fused in one pass, one atomic each per block
+    sum_last_block         sum_unrolled with eight loads in flight and one launch: blocks
+                           add into a total kept at zero between calls, and the last
+                           block to finish hands it out (no zeroing launch first)
+    minmax_last_block      minmax_shared_tree, likewise: eight loads, one launch
 Exhibits (EXHIBITS; wrong on purpose, for the pitfalls):
     sum_tree_no_syncthreads  the shared-memory tree without its barriers
     minmax_zero_init         per-thread accumulators started at 0, not at the identity
@@ -14,7 +18,7 @@ Exhibits (EXHIBITS; wrong on purpose, for the pitfalls):
 import numpy as np
 from numba import cuda, int64
 
-from kernels import SIMULATOR, validate
+from kernels import SIMULATOR, scratch, validate
 from kernels.gridstride import sm_count
 
 DTYPES = (np.int32, np.int64)
@@ -22,6 +26,8 @@ THREADS = 256  # threads per block; the shared arrays have this many slots
 BLOCKS_PER_SM = 8  # 8 x 256 = 2048 threads: a full H100 SM, all resident at once
 WARP = 32
 WARPS = THREADS // WARP  # warps per block
+IN_FLIGHT = 8  # the last-block versions: loads each thread issues before it adds any
+INT64_MIN, INT64_MAX = np.iinfo(np.int64).min, np.iinfo(np.int64).max
 
 # ------------------------------------------------------------------ reference
 
@@ -214,6 +220,79 @@ def minmax_zero_init_kernel(a, out):
         cuda.atomic.max(out, 1, highs[0])
 
 
+@cuda.jit
+def sum_last_block_kernel(a, total, ticket, out):
+    partials = cuda.shared.array(THREADS, int64)
+    tid = cuda.threadIdx.x
+    stride = cuda.gridsize(1)
+    i = cuda.grid(1)
+    acc = int64(0)
+    while i + (IN_FLIGHT - 1) * stride < a.size:
+        # eight independent loads: 40 MB is read in a few round trips to memory
+        x0, x1, x2, x3 = a[i], a[i + stride], a[i + 2 * stride], a[i + 3 * stride]
+        x4, x5 = a[i + 4 * stride], a[i + 5 * stride]
+        x6, x7 = a[i + 6 * stride], a[i + 7 * stride]
+        acc += (int64(x0) + int64(x1) + int64(x2) + int64(x3)
+                + int64(x4) + int64(x5) + int64(x6) + int64(x7))
+        i += IN_FLIGHT * stride
+    while i < a.size:
+        acc += a[i]
+        i += stride
+    partials[tid] = acc
+    cuda.syncthreads()
+    half = THREADS // 2
+    while half > 0:
+        if tid < half:
+            partials[tid] += partials[tid + half]
+        cuda.syncthreads()
+        half //= 2
+    if tid == 0:
+        cuda.atomic.add(total, 0, partials[0])
+    if scratch.is_last_block(ticket) and tid == 0:
+        out[0] = cuda.atomic.exch(total, 0, 0)  # hand it out, and leave 0 for the next call
+        ticket[0] = 0
+
+
+@cuda.jit
+def minmax_last_block_kernel(a, extremes, ticket, out):
+    lows = cuda.shared.array(THREADS, int64)
+    highs = cuda.shared.array(THREADS, int64)
+    tid = cuda.threadIdx.x
+    lo = a[0]
+    hi = a[0]
+    stride = cuda.gridsize(1)
+    i = cuda.grid(1)
+    while i + (IN_FLIGHT - 1) * stride < a.size:
+        x0, x1, x2, x3 = a[i], a[i + stride], a[i + 2 * stride], a[i + 3 * stride]
+        x4, x5 = a[i + 4 * stride], a[i + 5 * stride]
+        x6, x7 = a[i + 6 * stride], a[i + 7 * stride]
+        lo = min(lo, min(min(min(x0, x1), min(x2, x3)), min(min(x4, x5), min(x6, x7))))
+        hi = max(hi, max(max(max(x0, x1), max(x2, x3)), max(max(x4, x5), max(x6, x7))))
+        i += IN_FLIGHT * stride
+    while i < a.size:
+        lo = min(lo, a[i])
+        hi = max(hi, a[i])
+        i += stride
+    lows[tid] = lo
+    highs[tid] = hi
+    cuda.syncthreads()
+    half = THREADS // 2
+    while half > 0:
+        if tid < half:
+            lows[tid] = min(lows[tid], lows[tid + half])
+            highs[tid] = max(highs[tid], highs[tid + half])
+        cuda.syncthreads()
+        half //= 2
+    if tid == 0:
+        cuda.atomic.min(extremes, 0, lows[0])
+        cuda.atomic.max(extremes, 1, highs[0])
+    if scratch.is_last_block(ticket) and tid == 0:
+        # hand them out, and put back the identities of min and max for the next call
+        out[0] = cuda.atomic.exch(extremes, 0, INT64_MAX)
+        out[1] = cuda.atomic.exch(extremes, 1, INT64_MIN)
+        ticket[0] = 0
+
+
 # ------------------------------------------------------------ host functions
 
 
@@ -283,13 +362,34 @@ def minmax_zero_init(a, out=None, *, blocks=None):
     return _minmax(minmax_zero_init_kernel, a, out, blocks)
 
 
+def sum_last_block(a, out=None, *, blocks=None):
+    """out[0] = sum of a (int64) in one launch: eight loads in flight per thread, and
+    the last block to finish writes the total."""
+    out, blocks = _args(a, out, blocks, (1,), np.int64)
+    total = scratch.buffer("sum total", np.zeros(1, np.int64))
+    ticket = scratch.buffer("sum ticket", np.zeros(1, np.int32))
+    sum_last_block_kernel[blocks, THREADS](a, total, ticket, out)
+    return out
+
+
+def minmax_last_block(a, out=None, *, blocks=None):
+    """out = [min of a, max of a] in one pass and one launch."""
+    out, blocks = _args(a, out, blocks, (2,), a.dtype)
+    extremes = scratch.buffer("minmax extremes", np.array([INT64_MAX, INT64_MIN]))
+    ticket = scratch.buffer("minmax ticket", np.zeros(1, np.int32))
+    minmax_last_block_kernel[blocks, THREADS](a, extremes, ticket, out)
+    return out
+
+
 SUM_VERSIONS = {
     "sum_global_atomics": sum_global_atomics,
     "sum_shared_tree": sum_shared_tree,
     "sum_unrolled": sum_unrolled,
     "sum_warp_shuffle": sum_warp_shuffle,
+    "sum_last_block": sum_last_block,
 }
-MINMAX_VERSIONS = {"minmax_shared_tree": minmax_shared_tree}
+MINMAX_VERSIONS = {"minmax_shared_tree": minmax_shared_tree,
+                   "minmax_last_block": minmax_last_block}
 VERSIONS = {**SUM_VERSIONS, **MINMAX_VERSIONS}
 GPU_ONLY = ("sum_warp_shuffle",)  # the simulator lacks warp shuffles
 EXHIBITS = {"sum_tree_no_syncthreads": sum_tree_no_syncthreads,

@@ -125,7 +125,9 @@ def test_full_size_on_gpu():
 # ---------------------------------------------------------------- exercises
 
 from kernels import checks  # noqa: E402
-from kernels.solutions import gridstride as solutions  # noqa: E402
+from answers import solution  # noqa: E402
+
+solutions = solution("gridstride")
 
 
 @cuda.jit

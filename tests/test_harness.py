@@ -5,7 +5,9 @@ import kernels
 from kernels import harness
 from ptx import assert_compiles
 
-PTX_SIGNATURES = {"_spin_kernel": ["void(int64)"], "_flush_kernel": ["void(int32[::1], int32[::1])"]}
+PTX_SIGNATURES = {"_spin_kernel": ["void(int64)"], "_flush_kernel": ["void(int32[::1], int32[::1])"],
+                  "_empty_kernel": ["void()"],
+                  "_fma_kernel": ["void(float32[::1], float32[::1])"]}
 
 
 def test_check_exact_for_integers_names_first_mismatches():

@@ -9,8 +9,10 @@ from numba import cuda
 
 from kernels import checks, matmul as mm
 from kernels.harness import MismatchError, check
-from kernels.solutions import matmul as solutions
+from answers import solution
 from ptx import assert_compiles
+
+solutions = solution("matmul")  # as a student hands it in: its launches count
 
 MATRICES = "void(float32[:, ::1], float32[:, ::1], float32[:, ::1])"
 PTX_SIGNATURES = {

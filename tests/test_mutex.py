@@ -10,8 +10,10 @@ from kernels import checks, size
 from kernels import mutex as m
 from kernels.checks.core import TimeLimitExceeded, call_with_time_limit
 from kernels.harness import MismatchError, check
-from kernels.solutions import mutex as s
+from answers import solution
 from ptx import assert_compiles
+
+s = solution("mutex")  # as a student hands it in: its launches count
 
 LOCKED = "void(float32[::1], float32[::1], int32[::1], int32[::1], int64)"
 DOT_LOCKED = "void(float32[::1], float32[::1], float32[::1], int32[::1], int32[::1], int64)"
@@ -29,6 +31,8 @@ PTX_SIGNATURES = {
     "dot_partial_kernel": ["void(float32[::1], float32[::1], float32[::1])"],
     "dot_mutex_kernel": [DOT_LOCKED],
     "dot_atomic_kernel": ["void(float32[::1], float32[::1], float32[::1])"],
+    "dot_last_block_kernel": ["void(float32[::1], float32[::1], float32[::1], int32[::1], "
+                              "float32[::1])"],
     "dot_mutex_tid_plus_one_kernel": [DOT_LOCKED],
     "product_mutex_kernel": [LOCKED],
     "sum_positive_early_return_kernel": [LOCKED],
@@ -43,8 +47,10 @@ def vectors(rng, n):
             rng.standard_normal(n).astype(np.float32))
 
 
-def check_dot(got, a, b, name="dot"):
-    return check(got, m.dot_reference(a, b), name=name, rtol=0, atol=m.dot_tolerance(a, b))
+def check_dot(got, a, b, name="dot", **launch):
+    """got against a . b, within the rounding bound of the launch that computed it."""
+    return check(got, m.dot_reference(a, b), name=name, rtol=0,
+                 atol=m.dot_tolerance(a, b, **launch))
 
 
 def test_add_one_mutex_counts_every_thread_exactly():
@@ -65,14 +71,23 @@ def test_dot_matches_reference(version, n, launch, rng):
     if not launch and n == 1001:
         launch = {"threads": 64}  # the default 256 threads cost seconds on the simulator
     a, b = vectors(rng, n)
-    check_dot(m.VERSIONS[version](a, b, **launch).value(), a, b, version)
+    check_dot(m.VERSIONS[version](a, b, **launch).value(), a, b, version, **launch)
+
+
+def test_dot_last_block_leaves_its_total_at_zero_for_the_next_call(rng):
+    total = m.DeviceTotal(np.float32).reset()
+    for n in (4_099, 17, 1):  # a large total first: one not handed back would show
+        a, b = vectors(rng, n)
+        check_dot(m.dot_last_block(a, b, blocks=3, threads=64, into=total).value(), a, b,
+                  f"n={n}")
 
 
 def test_dot_on_device_arrays(rng):
     a, b = vectors(rng, 999)
     da, db = cuda.to_device(a), cuda.to_device(b)
     for fn in m.VERSIONS.values():
-        check_dot(fn(da, db, blocks=2, threads=32).value(), a, b, fn.__name__)
+        check_dot(fn(da, db, blocks=2, threads=32).value(), a, b, fn.__name__, blocks=2,
+                  threads=32)
 
 
 def test_tolerance_grows_with_size_and_catches_a_lost_term(rng):
@@ -86,8 +101,9 @@ def test_tolerance_grows_with_size_and_catches_a_lost_term(rng):
 def test_tid_plus_one_bug_is_caught_and_fixed(rng):
     a, b = vectors(rng, 1001)
     with pytest.raises(MismatchError):
-        check_dot(m.dot_mutex_tid_plus_one(a, b, blocks=3, threads=64).value(), a, b)
-    check_dot(m.dot_mutex(a, b, blocks=3, threads=64).value(), a, b)
+        check_dot(m.dot_mutex_tid_plus_one(a, b, blocks=3, threads=64).value(), a, b,
+                  blocks=3, threads=64)
+    check_dot(m.dot_mutex(a, b, blocks=3, threads=64).value(), a, b, blocks=3, threads=64)
 
 
 def test_unzeroed_mutex_bug_is_caught_and_fixed(rng):
@@ -96,7 +112,7 @@ def test_unzeroed_mutex_bug_is_caught_and_fixed(rng):
         with pytest.raises(m.LockTimeout, match="never released"):
             m.dot_mutex_unzeroed_mutex(a, b, blocks=2, threads=32).value()
         # the course's DeviceTotal zeroes what it allocates: immune to leftovers
-        check_dot(m.dot_mutex(a, b, blocks=2, threads=32).value(), a, b)
+        check_dot(m.dot_mutex(a, b, blocks=2, threads=32).value(), a, b, blocks=2, threads=32)
     assert cuda.device_array is not None and "leftover" not in repr(cuda.device_array)
 
 
@@ -146,8 +162,11 @@ def test_early_return_keeps_the_lock(rng):
 
 def test_checker_sum_positive():
     assert checks.lock_sum_positive(s.sum_positive).passed
+    # the chapter's buggy kernel is the course's own, so it is not the reader's answer
     report = checks.lock_sum_positive(lambda x: m.sum_positive_early_return(x).value())
-    assert not report.passed and "LockTimeout" in str(report)
+    assert not report.passed and "no kernel of yours was launched" in str(report)
+    report = checks.lock_sum_positive(lambda x: x[x > 0].sum())  # right, but on the host
+    assert not report.passed and "no kernel of yours was launched" in str(report)
 
 
 def test_checker_argmax():
@@ -218,7 +237,8 @@ def test_full_size_on_gpu():
     for fn in m.VERSIONS.values():
         check_dot(fn(da, db).value(), a, b, fn.__name__)
     for blocks in (32, 10_000):
-        check_dot(m.dot_mutex(da, db, blocks=blocks).value(), a, b, f"{blocks} blocks")
+        check_dot(m.dot_mutex(da, db, blocks=blocks).value(), a, b, f"{blocks} blocks",
+                  blocks=blocks)
     with pytest.raises(MismatchError):
         check_dot(m.dot_mutex_tid_plus_one(da, db).value(), a, b)
     # A long product of float32 values hovering near 1 drifts by percents (each

@@ -11,7 +11,7 @@ import pathlib
 import numpy as np
 from numba import cuda
 
-from kernels import gridstride, harness, size, text
+from kernels import gridstride, harness, scratch, size, text
 from kernels import histogram as h
 from kernels.harness import benchmark, row
 
@@ -23,6 +23,8 @@ ALL_VERSIONS = COMMON + (
     h.histogram_shared_atomics, h.histogram_shared_atomics_kernel,
     h.histogram_shared_wide_loads, h.histogram_shared_wide_loads_kernel,
     h.histogram_lane_private, h.histogram_lane_private_kernel,
+    h.histogram_last_block, h.histogram_last_block_kernel, h.count_word, scratch.buffer,
+    scratch.is_last_block,
 )
 
 
@@ -47,7 +49,8 @@ def _time_versions(versions, d_data, expected, **fields):
     return rows
 
 
-@benchmark(*ALL_VERSIONS, h.histogram_cpu_loop, h.read_only, h.read_only_kernel)
+@benchmark(*ALL_VERSIONS, h.histogram_cpu_loop, h.read_only, h.read_only_kernel,
+           h.read_only_wide, h.read_only_wide_kernel)
 def versions():
     found, data = _text()
     expected = h.histogram_reference(data)
@@ -58,6 +61,9 @@ def versions():
     t = harness.time_gpu(lambda: h.read_only(d_data, out), cold=True)
     rows.append(row("read_only (read the text, count nothing)", "limit", t,
                     gbps=n / t.ms / 1e6))
+    t = harness.time_gpu(lambda: h.read_only_wide(d_data, out), cold=True)
+    rows.append(row("read_only_wide (read as histogram_last_block does, one launch)",
+                    "limit", t, gbps=n / t.ms / 1e6))
     t = harness.time_gpu(lambda: h.clear_kernel[1, h.BINS](out))
     rows.append(row("clear_kernel alone (one tiny launch)", "limit", t))
     cpu = {

@@ -10,7 +10,8 @@ os.environ["CUPY_TF32"] = "0"
 import numpy as np  # noqa: E402
 from numba import cuda  # noqa: E402
 
-from kernels import harness, matmul as mm, size  # noqa: E402
+from kernels import harness, matmul as mm, matmul_fast as mf, size  # noqa: E402
+from kernels.gridstride import sm_count  # noqa: E402
 from kernels.harness import benchmark, row  # noqa: E402
 
 FLOAT32_ERROR = 1e-5  # relative error above this means something ran in lower precision
@@ -33,7 +34,10 @@ def _tflops(n, timing):
            mm.matmul_thread_tile_2d_kernel, mm.matmul_thread_tile_2d_prefetch_kernel,
            mm.matmul_warp_tile_kernel, mm.tile_row, mm.tile_col, mm.warp_position,
            mm.fetch_tiles, mm.stash_tiles, mm.outer_product, mm.multiply_tiles,
-           mm.write_tile)
+           mm.write_tile, mm._grid, mm._operands, *mf.VERSIONS.values(),
+           mf.matmul_unrolled_k_kernel, mf.matmul_unchecked_interior_kernel,
+           mf.matmul_split_k_kernel, mf.zero_kernel, mf.multiply_tiles_unrolled,
+           mf.fetch_tiles_unchecked, mf.fetch_tiles_until, mf.add_tile, mf.split_k)
 def ladder():
     sizes = size("matmul_ladder")
     cupy = _cupy()
@@ -60,7 +64,7 @@ def ladder():
             del ca, cb, cc
         da, db = cuda.to_device(a), cuda.to_device(b)
         dout = cuda.device_array((n, n), dtype=np.float32)
-        for name, fn in mm.VERSIONS.items():
+        for name, fn in {**mm.VERSIONS, **mf.VERSIONS}.items():
             if name == "matmul_tiled" and n % mm.TILE:
                 continue  # refused: it would read past the edges of a and b
             dout[:] = np.nan
@@ -70,6 +74,8 @@ def ladder():
             t = harness.time_gpu(lambda: fn(da, db, dout), repeats=3 if slow else 10,
                                  warmup=1 if slow else 3)
             fields = dict(n=n, tflops=_tflops(n, t), rel_error=mm.relative_error(got, exact))
+            if name == "matmul_split_k":
+                fields["splits"] = mf.split_k(n, n, n, sm_count())
             if cublas_tflops:
                 fields["pct_cublas"] = 100 * fields["tflops"] / cublas_tflops
             rows.append(row(name, "kernel", t, **fields))

@@ -3,7 +3,7 @@
 import numpy as np
 from numba import cuda
 
-from kernels import harness, size
+from kernels import harness, scratch, size
 from kernels import mutex as m
 from kernels.gridstride import sm_count
 from kernels.harness import benchmark, row
@@ -30,7 +30,7 @@ def _checked(fn, a, b, da, db, **launch):
     """Run fn once against the reference, then return a reusable into= for timing."""
     result = fn(da, db, **launch)
     harness.check(result.value(), m.dot_reference(a, b), name=fn.__name__,
-                  rtol=0, atol=m.dot_tolerance(a, b))
+                  rtol=0, atol=m.dot_tolerance(a, b, **launch))
     return result
 
 
@@ -52,7 +52,8 @@ def lock_cost():
             "params": {"threads": 32, "sm_count": sms}, "rows": rows}
 
 
-@benchmark(*LOCKED, *DOTS)
+@benchmark(*LOCKED, *DOTS, m.dot_last_block, m.dot_last_block_kernel, scratch.buffer,
+           scratch.is_last_block)
 def dot():
     a, b, da, db = _dot_inputs()
     n, sms = a.size, sm_count()
@@ -72,6 +73,8 @@ def dot():
         cupy = None
     if cupy is not None:
         ca, cb = cupy.asarray(da), cupy.asarray(db)
+        # cuBLAS adds in an order of its own: the bound of our default launch is a
+        # yardstick for it, not a proof (the GPU tests print its error beside the bound).
         harness.check(float(cupy.dot(ca, cb)), m.dot_reference(a, b), name="cupy.dot",
                       rtol=0, atol=m.dot_tolerance(a, b))
         t = harness.time_gpu(lambda: cupy.dot(ca, cb), cold=True)
