@@ -18,8 +18,9 @@ book: $(STAMP)  ## build the HTML book, every chapter executed (simulator withou
 	$(VENV)/bin/jupyter-book build . --all --warningiserror --keep-going
 	@echo "The book is at file://$(CURDIR)/_build/html/index.html"
 
+# Both cores: tests that share an expensive fixture stay on one worker (conftest.py).
 test: $(STAMP) $(CHROMEDRIVER)  ## the test suite (what .ci/run runs)
-	$(PY) -m pytest
+	$(PY) -m pytest -n auto --dist loadgroup
 
 # Debian's Chromium and its ChromeDriver run the browser tests of the built site
 # (tests/test_site.py, through Selenium). CI runs as root on Debian; elsewhere sudo.
@@ -41,10 +42,12 @@ lock:  ## re-resolve requirements.in into the pinned requirements.txt
 	 /tmp/lock-venv/bin/pip freeze) > requirements.txt
 
 # Every chapter of the book and of the student edition on an emulated fresh Colab
-# runtime (tests/test_colab.py; `make test` runs three of them).
+# runtime (tests/test_colab.py), and every notebook with the course installed
+# (tests/test_notebooks.py); `make test` runs four of them.
 .PHONY: colab
 colab: $(STAMP)  ## run every notebook as a fresh Colab runtime would, first cell included
-	COLAB_CHAPTERS=all $(PY) -m pytest tests/test_colab.py
+	COLAB_CHAPTERS=all $(PY) -m pytest tests/test_colab.py \
+	  tests/test_notebooks.py::test_notebook_runs_top_to_bottom
 
 .PHONY: notebooks student
 notebooks: $(STAMP)  ## regenerate the Colab notebooks book/*.ipynb from the chapters

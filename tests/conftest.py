@@ -1,3 +1,4 @@
+import inspect
 import os
 import pathlib
 import subprocess
@@ -17,6 +18,33 @@ def pytest_collection_modifyitems(config, items):
         for item in items:
             if "gpu" in item.keywords:
                 item.add_marker(skip)
+    group_by_shared_fixtures(items)
+
+
+def group_by_shared_fixtures(items):
+    """Under pytest-xdist (`make test`: --dist loadgroup), tests that share one of this
+    suite's module- or session-scoped fixtures, directly or through another, run on
+    one worker: the book build or a grading run is then made once, not once a worker."""
+    tests = pathlib.Path(__file__).parent
+    parent = {}
+
+    def root(key):
+        while parent.setdefault(key, key) != key:
+            key = parent[key]
+        return key
+
+    shared = {}
+    for item in items:
+        keys = [f"{d.baseid}::{d.argname}"
+                for defs in item._fixtureinfo.name2fixturedefs.values() for d in defs[-1:]
+                if d.scope in ("module", "session")
+                and tests in pathlib.Path(inspect.getsourcefile(d.func)).parents]
+        for key in keys[1:]:
+            parent[root(key)] = root(keys[0])
+        shared[item] = keys
+    for item, keys in shared.items():
+        if keys:
+            item.add_marker(pytest.mark.xdist_group(root(keys[0])))
 
 
 @pytest.fixture
