@@ -153,14 +153,13 @@ def reverse_twice(x):
         x[i], x[j] = x[j], x[i]
 
 
-@pytest.mark.parametrize("checker,solution,planted", [
-    (checks.saxpy, solutions.saxpy_kernel, saxpy_one_per_element),
-    (checks.clip_2d, solutions.clip_2d_kernel, clip_2d_first_row_only),
-    (checks.reverse_inplace, solutions.reverse_inplace_kernel, reverse_twice),
+@pytest.mark.parametrize("checker,planted", [
+    (checks.saxpy, saxpy_one_per_element),
+    (checks.clip_2d, clip_2d_first_row_only),
+    (checks.reverse_inplace, reverse_twice),
 ])
-def test_checker_passes_solution_and_fails_planted_bug(checker, solution, planted):
-    good = checker(solution)
-    assert good.passed, str(good)
+def test_checker_fails_planted_bug(checker, planted):
+    # that each solution passes its checker: tests/test_grading.py (every exercise)
     bad = checker(planted)
     assert not bad.passed
     assert "FAIL" in str(bad) and "expected" in str(bad)

@@ -185,14 +185,13 @@ def matvec_whole_chunks_only(a, x, y):
         y[row] = acc
 
 
-@pytest.mark.parametrize("checker,solution,planted", [
-    (checks.choose_tile, solutions.choose_tile, choose_tile_ignoring_threads),
-    (checks.tiled_transpose, solutions.transpose_tiled_kernel, transpose_without_swap),
-    (checks.tiled_matvec, solutions.matvec_tiled_kernel, matvec_whole_chunks_only),
+@pytest.mark.parametrize("checker,planted", [
+    (checks.choose_tile, choose_tile_ignoring_threads),
+    (checks.tiled_transpose, transpose_without_swap),
+    (checks.tiled_matvec, matvec_whole_chunks_only),
 ])
-def test_checker_passes_solution_and_fails_planted_bug(checker, solution, planted):
-    good = checker(solution)
-    assert good.passed, str(good)
+def test_checker_fails_planted_bug(checker, planted):
+    # that each solution passes its checker: tests/test_grading.py (every exercise)
     bad = checker(planted)
     assert not bad.passed
     assert "FAIL" in str(bad)

@@ -161,7 +161,7 @@ def test_early_return_keeps_the_lock(rng):
 
 
 def test_checker_sum_positive():
-    assert checks.lock_sum_positive(s.sum_positive).passed
+    # that each solution passes its checker: tests/test_grading.py (every exercise)
     # the chapter's buggy kernel is the course's own, so it is not the reader's answer
     report = checks.lock_sum_positive(lambda x: m.sum_positive_early_return(x).value())
     assert not report.passed and "no kernel of yours was launched" in str(report)
@@ -170,8 +170,6 @@ def test_checker_sum_positive():
 
 
 def test_checker_argmax():
-    assert checks.lock_argmax(s.argmax_mutex).passed
-
     def last_of_ties(x):
         value = x.max()
         return value, int(np.flatnonzero(x == value)[-1])
@@ -181,8 +179,6 @@ def test_checker_argmax():
 
 
 def test_checker_bin_product():
-    assert checks.lock_bin_product(s.bin_product).passed
-
     def starts_at_zero(keys, values, nbins):
         return s.bin_product(keys, values, nbins) * 0
 

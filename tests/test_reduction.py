@@ -183,13 +183,8 @@ PLANTED = {"mean_variance": mean_variance_float32, "argmax": argmax_last,
 
 
 @pytest.mark.parametrize("exercise", sorted(PLANTED))
-def test_solution_passes_its_checker(exercise):
-    report = getattr(checks, exercise)(getattr(solutions, exercise))
-    assert report.passed, str(report)
-
-
-@pytest.mark.parametrize("exercise", sorted(PLANTED))
 def test_planted_bug_fails_its_checker(exercise):
+    # that each solution passes its checker: tests/test_grading.py (every exercise)
     report = getattr(checks, exercise)(PLANTED[exercise])
     assert not report.passed, str(report)
 

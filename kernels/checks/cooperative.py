@@ -96,7 +96,9 @@ def jacobi_until_converged(fn):
     cases = []
     for n in sizes:
         u = np.sin(np.linspace(0, 3 * np.pi, n)) + rng.uniform(-0.1, 0.1, n)
-        for tol, max_steps in ((3e-2, 400), (1e-12, 40)):
+        # converges after 11 (n=17) and 46 (n=70) sweeps, more than the other case's
+        # 40: few enough for the simulator's grid syncs
+        for tol, max_steps in ((5e-2, 400), (1e-12, 40)):
             v, sweeps = _jacobi_until_converged_reference(u, tol, max_steps)
             how = "converges" if sweeps < max_steps else "stops at max_steps"
             label = f"n={n}, tol={tol:g}, max_steps={max_steps} ({how})"
