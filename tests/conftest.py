@@ -12,6 +12,7 @@ import kernels
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 
 
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the groups
 def pytest_collection_modifyitems(config, items):
     if kernels.SIMULATOR:
         skip = pytest.mark.skip(reason="needs a real CUDA GPU")
