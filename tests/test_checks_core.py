@@ -46,3 +46,19 @@ def test_a_timed_out_case_stops_the_report(monkeypatch):
     report = core.run_cases("sleepy", [("slow", 1, 1), ("never run", 1, 1)],
                             lambda seconds: time.sleep(seconds))
     assert report.timed_out and not report.passed and len(report.cases) == 1
+
+
+def test_a_kernel_checker_says_when_it_is_given_no_kernel():
+    from kernels import checks
+
+    class HostKernel:  # kernel[blocks, threads](...) syntax, NumPy inside
+        def __getitem__(self, launch):
+            return lambda a, x, y, out: out.__setitem__(slice(None), a * x + y)
+
+    def host_function(a, x, y, out):
+        out[:] = a * x + y
+
+    for answer, kind in ((HostKernel(), "HostKernel"), (host_function, "function")):
+        report = checks.saxpy(answer)
+        assert not report.passed
+        assert f"got {kind}, which is not a CUDA kernel" in str(report), str(report)
