@@ -103,11 +103,12 @@ def device():
 
     if SIMULATOR:
         return {"name": "simulator", "compute_capability": None, "sm_count": None,
-                "simulator": True}
+                "clock_khz": None, "simulator": True}
     dev = cuda.get_current_device()
     return {
         "name": dev.name.decode() if isinstance(dev.name, bytes) else str(dev.name),
         "compute_capability": list(dev.compute_capability),
         "sm_count": dev.MULTIPROCESSOR_COUNT,
+        "clock_khz": dev.CLOCK_RATE,  # the SMs' peak clock: the FP32 peak needs it
         "simulator": False,
     }
