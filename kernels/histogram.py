@@ -11,6 +11,11 @@ Versions (VERSIONS maps each name to its host function), each a step from the la
     histogram_last_block        the same counters, 8-byte loads four at a time, and one
                                 launch: blocks add into a total kept at zero between
                                 calls, and the last block to finish hands it out
+    histogram_bin_tickets       the same, with one ticket per bin instead of one per
+                                block: each bin's total carries, in its upper 32 bits,
+                                how many blocks have added to it, so the block that
+                                adds last writes that bin out (no fence, no second
+                                round trip); bytes >= 128 go to a spare row, no branch
 Beside them:
     histogram_shared_atomics_int64  histogram_shared_atomics with 64-bit shared
                                     counters: the same work, many times slower
@@ -25,7 +30,7 @@ The counts are int64, as np.bincount gives them.
 """
 
 import numpy as np
-from numba import cuda, int32, uint64
+from numba import cuda, int32, int64, uint32, uint64
 
 from kernels import scratch, validate
 from kernels.gridstride import sm_count
@@ -34,6 +39,7 @@ BINS = 128   # ASCII
 WARP = 32    # lanes of a warp: the lane-private copies, and the shared memory banks
 MAX_BYTES = 2**31 - 1  # shared counters are int32: no block may count more than this
 IN_FLIGHT = 4  # histogram_last_block: loads each thread issues before it counts any
+ROWS_SPARE = BINS + 1  # histogram_bin_tickets: the 128 bins and a spare row for bytes >= 128
 
 # ------------------------------------------------------------------ reference
 
@@ -135,7 +141,7 @@ def histogram_lane_private_kernel(words, data, hist):
     lane = t % WARP
     for b in range(t, BINS, cuda.blockDim.x):
         for l in range(WARP):
-            local[b, l] = 0
+            local[b, (l + b) % WARP] = 0  # rotated like the sum below: no bank conflicts
     cuda.syncthreads()
     for i in range(cuda.grid(1), words.size, cuda.gridsize(1)):
         w = words[i]
@@ -216,6 +222,52 @@ def histogram_last_block_kernel(words, data, totals, ticket, out):
             ticket[0] = 0
 
 
+@cuda.jit(device=True, inline=True)
+def count_word_spare(local, w, lane):
+    """count_word without a branch: a byte >= 128 is counted in the spare row BINS."""
+    for half in (w & uint64(0xFFFFFFFF), w >> uint64(32)):
+        h32 = uint32(half)  # 32-bit shifts: one instruction each
+        for k in range(4):
+            c = int32((h32 >> uint32(8 * k)) & uint32(0xFF))
+            cuda.atomic.add(local, (min(c, BINS), lane), 1)
+
+
+@cuda.jit
+def histogram_bin_tickets_kernel(words, data, totals, out):
+    local = cuda.shared.array((ROWS_SPARE, WARP), np.int32)
+    t = cuda.threadIdx.x
+    lane = t % WARP
+    for b in range(t, ROWS_SPARE * WARP, cuda.blockDim.x):
+        local[b // WARP, b % WARP] = 0
+    cuda.syncthreads()
+    stride = cuda.gridsize(1)
+    i = cuda.grid(1)
+    while i + (IN_FLIGHT - 1) * stride < words.size:
+        w0, w1, w2, w3 = words[i], words[i + stride], words[i + 2 * stride], words[i + 3 * stride]
+        count_word_spare(local, w0, lane)
+        count_word_spare(local, w1, lane)
+        count_word_spare(local, w2, lane)
+        count_word_spare(local, w3, lane)
+        i += IN_FLIGHT * stride
+    while i < words.size:
+        count_word_spare(local, words[i], lane)
+        i += stride
+    for i in range(8 * words.size + cuda.grid(1), data.size, stride):
+        cuda.atomic.add(local, (min(int32(data[i]), BINS), lane), 1)
+    cuda.syncthreads()
+    last = uint64(cuda.gridDim.x - 1)
+    for b in range(t, BINS, cuda.blockDim.x):
+        total = 0
+        for l in range(WARP):
+            total += local[b, (l + b) % WARP]
+        # Upper 32 bits: one more block has added bin b; lower 32 bits: its count (no
+        # bin reaches 2**31, so the count never carries into the ticket).
+        old = cuda.atomic.add(totals, b, (uint64(1) << uint64(32)) + uint64(total))
+        if old >> uint64(32) == last:  # every other block has added this bin
+            out[b] = int64((old & uint64(0xFFFFFFFF)) + uint64(total))
+            totals[b] = 0  # no block of this launch adds to bin b again
+
+
 @cuda.jit
 def read_only_wide_kernel(words, data, out):
     seen = uint64(0)
@@ -237,18 +289,21 @@ def read_only_wide_kernel(words, data, out):
 
 
 def default_launch(version):
-    """(blocks, threads) of `version`'s default launch: the best of the blocks sweep on
-    an H200 (book/_data/bench). More blocks mean more final global atomics (BINS per
-    block, all on the 8 cache lines of `out`); fewer leave each thread a longer chain
-    of loads to wait for."""
+    """(blocks, threads) of `version`'s default launch, in blocks per SM: the best of the
+    blocks sweep recorded on the H100 on 2026-11-23 (histogram.blocks_sweep in
+    book/_data/bench; global atomics: 32 per SM, within 1% of 64), and for
+    histogram_bin_tickets an exploratory sweep on the same H100 (1 x 1,024 fastest).
+    More blocks mean more final global atomics (BINS per block, on the same few cache
+    lines); fewer leave each thread a longer chain of loads to wait for."""
     per_sm, threads = {
         "histogram_global_atomics": (32, 256),
         "histogram_shared_atomics": (4, 256),
         "histogram_shared_atomics_int64": (8, 256),
-        "histogram_shared_wide_loads": (2, 256),
+        "histogram_shared_wide_loads": (4, 256),
         "histogram_lane_private": (2, 512),
         "read_only": (2, 512),
         "histogram_last_block": (2, 512),
+        "histogram_bin_tickets": (1, 1024),
         "read_only_wide": (2, 512),
     }[version]
     return per_sm * sm_count(), threads
@@ -337,6 +392,16 @@ def histogram_last_block(data, out=None, *, blocks=None, threads=None):
     return out
 
 
+def histogram_bin_tickets(data, out=None, *, blocks=None, threads=None):
+    """Counts of bytes 0-127: histogram_last_block with one ticket per bin (the block
+    that adds last to a bin writes it out) and no branch per byte."""
+    out, blocks, threads = _args("histogram_bin_tickets", data, out, blocks, threads,
+                                 clear=False)
+    totals = scratch.buffer("histogram bin tickets", np.zeros(BINS, np.uint64))
+    histogram_bin_tickets_kernel[blocks, threads](_words(data, np.uint64), data, totals, out)
+    return out
+
+
 def read_only_wide(data, out=None, *, blocks=None, threads=None):
     """Read `data` as histogram_last_block does, in one launch, counting nothing: its
     floor. What it leaves in `out` means nothing."""
@@ -351,4 +416,5 @@ VERSIONS = {
     "histogram_shared_wide_loads": histogram_shared_wide_loads,
     "histogram_lane_private": histogram_lane_private,
     "histogram_last_block": histogram_last_block,
+    "histogram_bin_tickets": histogram_bin_tickets,
 }

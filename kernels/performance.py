@@ -24,7 +24,7 @@ import matplotlib.pyplot as plt
 import matplotlib.ticker
 import numpy as np
 
-from kernels import harness
+from kernels import hardware, harness
 
 METRICS = {"tflops": "TFLOP/s", "gbps": "GB/s"}  # a benchmark is summarised by the first it has
 DEVICE_LIMITS = {"copy_gbps": "device copy", "h2d_gbps": "host to device",
@@ -127,15 +127,17 @@ def _bandwidth(result, best):
     return "measured device copy bandwidth", result.limits["copy_gbps"]
 
 
-def _fastest_rate(result, best, metric, what, measured):
-    """(what, rate): the measured limit, unless a row of the same problem went faster
-    (cuBLAS beats a plain FMA loop; a transfer recorded on a better day beats today's
-    copy): a floor no measured run beats."""
-    rows = comparable([r for r in result.entry["rows"] if metric in r], best)
-    fastest = max(rows, key=lambda r: r[metric], default=None)
-    if fastest is not None and fastest[metric] > measured:
-        return f"reached by {fastest['name']}, above the {what}", fastest[metric]
-    return what, measured
+def _fp32_rate(result):
+    """(what, TFLOP/s): the device's float32 peak, SMs x lanes x 2 x clock, where the
+    recording names its clock; else (older recordings) the measured FMA rate."""
+    dev = result.env["device"]
+    if dev.get("clock_khz"):
+        lanes = hardware.fp32_lanes_per_sm(dev["compute_capability"])
+        peak = hardware.fp32_peak_tflops(dev["sm_count"], dev["compute_capability"],
+                                         dev["clock_khz"])
+        return (f"the float32 peak, {dev['sm_count']} SMs \u00d7 {lanes} lanes \u00d7 2 "
+                f"\u00d7 {dev['clock_khz'] / 1e6:.2f} GHz"), peak
+    return "measured float32 FMA rate", result.limits["fp32_tflops"]
 
 
 def _fmt_ms(value):
@@ -145,11 +147,12 @@ def _fmt_ms(value):
 def _floor(result, best):
     """The physical floor of the best version's problem, from measured parts: the bytes
     it must move over the measured bandwidth, or its float32 operations over the
-    measured FMA rate, whichever is longer, plus the measured time of the smallest
-    kernel. The bytes and operations are those its GB/s and TFLOP/s count (each input
-    read once, each output written once); a row of the same problem that went faster
-    than the measured bandwidth or FMA rate sets the rate instead. A benchmark's own limit row with "floor_ms"
-    (built from its own measured parts) wins."""
+    device's float32 peak (SMs x lanes x 2 x clock), whichever is longer, plus the
+    measured time of the smallest kernel. The bytes and operations are those its GB/s
+    and TFLOP/s count (each input read once, each output written once). Never a row's
+    own time or a peer's: a run faster than its floor shows as one (a test reads the
+    recordings for it). A benchmark's own limit row with "floor_ms" (built from its own
+    measured parts, e.g. only the bytes that must cross DRAM) wins."""
     if best is None or "time_ms" not in best:
         return None
     own = [r for r in comparable(result.rows("limit"), best) if "floor_ms" in r]
@@ -162,15 +165,16 @@ def _floor(result, best):
         return None
     terms = []  # (ms, words)
     if "gbps" in best:
-        nbytes = best["gbps"] * ms(best) * 1e6
-        what, gbps = _fastest_rate(result, best, "gbps", *_bandwidth(result, best))
+        # a row whose GB/s counts traffic that stays in L2 says what must cross DRAM
+        nbytes = best.get("dram_bytes", best["gbps"] * ms(best) * 1e6)
+        moved = "that must cross DRAM" if "dram_bytes" in best else "read or written"
+        what, gbps = _bandwidth(result, best)
         t = nbytes / gbps / 1e6
-        terms.append((t, f"{nbytes / 1e6:,.3g} MB read or written \u00f7 {gbps:,.0f} GB/s "
+        terms.append((t, f"{nbytes / 1e6:,.3g} MB {moved} \u00f7 {gbps:,.0f} GB/s "
                          f"({what}) = {_fmt_ms(t)}"))
-    if "tflops" in best and "fp32_tflops" in limits:
+    if "tflops" in best and ("fp32_tflops" in limits or result.env["device"].get("clock_khz")):
         flops = best["tflops"] * ms(best) * 1e9
-        what, rate = _fastest_rate(result, best, "tflops", "measured float32 FMA rate",
-                                   limits["fp32_tflops"])
+        what, rate = _fp32_rate(result)
         t = flops / rate / 1e9
         terms.append((t, f"{flops / 1e9:,.4g} GFLOP \u00f7 {rate:,.1f} TFLOP/s ({what}) "
                          f"= {_fmt_ms(t)}"))

@@ -26,6 +26,8 @@ PTX_SIGNATURES = {
     "histogram_last_block_kernel": ["void(uint64[::1], uint8[::1], int32[::1], int32[::1], "
                                     "int64[::1])"],
     "read_only_wide_kernel": ["void(uint64[::1], uint8[::1], int64[::1])"],
+    "count_word_spare": ["void(int32[:, ::1], uint64, int64)"],
+    "histogram_bin_tickets_kernel": ["void(uint64[::1], uint8[::1], uint64[::1], int64[::1])"],
 }
 ALL = dict(h.VERSIONS, histogram_shared_atomics_int64=h.histogram_shared_atomics_int64)
 
@@ -62,12 +64,15 @@ def test_device_in_device_out_and_one_hot_bin(version):
     check(out, h.histogram_reference(data))
 
 
-def test_last_block_leaves_its_totals_at_zero_for_the_next_call(rng):
-    for n in (4_099, 17, 1):  # a big count first: a total not handed back would show
+@pytest.mark.parametrize("version", ["histogram_last_block", "histogram_bin_tickets"])
+def test_one_launch_versions_leave_their_totals_at_zero_after_every_launch(version, rng):
+    # a big count first, then launches of other shapes: a total or ticket left behind
+    # would show in the next call's counts
+    for n, blocks, threads in ((4_099, 3, 64), (17, 5, 33), (1, 1, 1), (2_053, 2, 96)):
         data = rng.integers(0, 256, n, dtype=np.uint8)
         out = np.full(h.BINS, -7, np.int64)
-        check(h.histogram_last_block(data, out, blocks=3, threads=64),
-              h.histogram_reference(data), name=f"n={n}")
+        check(h.VERSIONS[version](data, out, blocks=blocks, threads=threads),
+              h.histogram_reference(data), name=f"{version} n={n}")
 
 
 def test_read_only_wide_reads_every_word(rng):

@@ -123,12 +123,33 @@ def test_tflops_floor_is_the_measured_fp32_rate(bench_dir):
     assert "measured float32 FMA rate" in ln.floor.how
 
 
-def test_a_peer_faster_than_the_fma_kernel_sets_the_rate(bench_dir, monkeypatch):
-    monkeypatch.setitem(LIMITS, "fp32_tflops", 30.0)  # below cuBLAS's 40
-    record(bench_dir, ["mm"])
+def test_with_the_clock_known_the_tflops_floor_is_the_devices_peak_never_a_peer(
+        bench_dir, monkeypatch):
+    monkeypatch.setitem(LIMITS, "fp32_tflops", 30.0)  # below cuBLAS's 40: not a limit
+    record(bench_dir, ["mm"], device={**H100, "clock_khz": 1_980_000})
     ln = lines_by_name(performance.summary())["mm"]
-    assert ln.floor.ms == pytest.approx(5.0 * 4.0 * 1e9 / 40e12 * 1e3 + 0.004)
-    assert "cuBLAS" in ln.floor.how
+    peak = 132 * 128 * 2 * 1.98e9  # SMs x lanes x 2 x clock
+    assert ln.floor.ms == pytest.approx(5.0 * 4.0 * 1e9 / peak * 1e3 + 0.004)
+    assert "cuBLAS" not in ln.floor.how and "132 SMs \u00d7 128 lanes" in ln.floor.how
+
+
+def test_a_row_that_names_its_dram_bytes_is_floored_by_them(bench_dir, monkeypatch):
+    # 32 sweeps of a problem that stays in L2: its GB/s counts 32x what crosses DRAM
+    monkeypatch.setitem(ROWS, "add", [kernel("sweeps", 0.5, gbps=3200.0, dram_bytes=50e6)])
+    record(bench_dir, ["add"])
+    ln = lines_by_name(performance.summary())["add"]
+    assert ln.floor.ms == pytest.approx(50e6 / 3000e9 * 1e3 + 0.004)
+    assert "50 MB that must cross DRAM" in ln.floor.how
+
+
+def test_each_entry_is_floored_by_the_limits_of_its_own_run(bench_dir):
+    record(bench_dir, ["add"])
+    path = next(bench_dir.glob("*.json"))
+    data = json.loads(path.read_text())
+    data["benchmarks"]["matmul.fake_add"]["limits"] = {**LIMITS, "copy_gbps": 2000.0}
+    path.write_text(json.dumps(data))
+    ln = lines_by_name(performance.summary())["add"]
+    assert ln.floor.ms == pytest.approx(270e6 / 2000e9 * 1e3 + 0.004)
 
 
 def test_a_floor_row_of_the_benchmark_wins(bench_dir):
@@ -206,3 +227,19 @@ def test_nothing_recorded_is_said_not_crashed(bench_dir):
 def test_topics_without_benchmarks_are_listed(bench_dir, monkeypatch):
     monkeypatch.setattr(harness, "TOPICS", harness.TOPICS + ("tensorcores",))
     assert "tensorcores" in performance.summary().no_benchmarks
+
+
+def test_no_recorded_run_beats_its_floor():
+    """Every timed version and whole-problem peer of every recording (the real ones in
+    book/_data/bench) takes at least its problem's floor: a floor that a run beats is
+    not a physical limit (re-measure the limits, or count the bytes right)."""
+    beaten = []
+    for ln in performance.summary().lines:
+        if ln.floor is None:
+            continue
+        same = performance.comparable([r for r in ln.result.entry["rows"]
+                                       if r["kind"] in ("kernel", "peer") and "time_ms" in r
+                                       and performance.PART not in r], ln.best)
+        beaten += [f"{ln.key}: {performance.label(r)} {performance.ms(r):.4g} ms < floor "
+                   f"{ln.floor.ms:.4g} ms" for r in same if performance.ms(r) < ln.floor.ms]
+    assert not beaten, "\n".join(beaten)

@@ -24,8 +24,11 @@ ALL_VERSIONS = COMMON + (
     h.histogram_shared_wide_loads, h.histogram_shared_wide_loads_kernel,
     h.histogram_lane_private, h.histogram_lane_private_kernel,
     h.histogram_last_block, h.histogram_last_block_kernel, h.count_word, scratch.buffer,
-    scratch.is_last_block,
+    scratch.is_last_block, h.histogram_bin_tickets, h.histogram_bin_tickets_kernel,
+    h.count_word_spare,
 )
+SWEEP_BYTES = [64 << 10 << 2 * k for k in range(7)] + [512 << 20]  # 64 KB, x4, 256 MB, 512 MB
+SWEEP_VERSIONS = ("histogram_last_block", "histogram_bin_tickets")
 
 
 def _text():
@@ -161,4 +164,43 @@ def counter_width():
     return {"description": _described(found, data) + "; histogram_shared_atomics with int32 "
                            "and with int64 shared counters, same launch",
             "params": {"bytes": data.size, "text_source": found.source, **same_launch},
+            "rows": rows}
+
+
+@benchmark(*ALL_VERSIONS, h.read_only_wide, h.read_only_wide_kernel)
+def size_sweep():
+    """How the cost grows with size: the text repeated to 64 KB ... 512 MB."""
+    found, data = _text()
+    big = np.resize(data, SWEEP_BYTES[-1])  # the text over and over
+    d_big = cuda.to_device(big)
+    out = cuda.device_array(h.BINS, np.int64)
+    try:
+        import cupy
+    except ImportError:
+        cupy = None
+    rows = []
+    for n in SWEEP_BYTES:
+        d_data = d_big[:n]
+        expected = h.histogram_reference(big[:n])
+        for name in SWEEP_VERSIONS:
+            fn = h.VERSIONS[name]
+            harness.check(fn(d_data, out), expected, name=f"{name}, {n:,} bytes")
+            for cold in (True, False):
+                t = harness.time_gpu(lambda: fn(d_data, out), cold=cold)
+                rows.append(row(name, "kernel", t, bytes=n, gbps=n / t.ms / 1e6))
+        t = harness.time_gpu(lambda: h.read_only_wide(d_data, out), cold=True)
+        rows.append(row("read_only_wide", "limit", t, bytes=n, gbps=n / t.ms / 1e6))
+        if cupy is not None:
+            c_data = cupy.asarray(d_data)
+            harness.check(cupy.asnumpy(cupy.bincount(c_data, minlength=256)[:h.BINS]),
+                          expected, name="cupy.bincount")
+            t = harness.time_blocking(lambda: cupy.bincount(c_data, minlength=256)[:h.BINS],
+                                      cold=True, repeats=10)
+            rows.append(row("cupy.bincount", "peer", t, bytes=n, gbps=n / t.ms / 1e6,
+                            timed="CUDATimer per call (the call synchronises)"))
+    return {"description": _described(found, data).split(",")[0] + " repeated to each size "
+                           "(64 KB to 512 MB), 128 bins; each version timed cold (L2 "
+                           "flushed) and warm (the input left in L2 by the repeat before)",
+            "params": {"sizes": SWEEP_BYTES, "text_source": found.source,
+                       "launch": {v: list(h.default_launch(v)) for v in SWEEP_VERSIONS}},
             "rows": rows}

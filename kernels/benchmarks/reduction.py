@@ -253,3 +253,34 @@ def topk():
 
 if solutions is not None:  # times the solution; without it, the chapter shows the recording
     benchmark(solutions.topk_kernel, solutions.topk)(topk)
+
+
+SWEEP_N = [int(m * 10**e) for e in range(5, 9) for m in (1, 3)] + [10**9]  # 1e5 ... 1e9
+
+
+@benchmark(r._args, r.default_blocks, r.sum_last_block, r.sum_last_block_kernel,
+           scratch.buffer, scratch.is_last_block)
+def size_sweep():
+    """How the cost grows with size: sum_last_block from 1e5 to 1e9 int32 (4 GB)."""
+    # the whole int32 range, drawn as int32 (a 1e9 int64 draw would take 8 GB)
+    a = np.random.default_rng(2).integers(-2**31, 2**31, SWEEP_N[-1], dtype=np.int32)
+    da, out = cuda.to_device(a), cuda.device_array(1, np.int64)
+    cupy = _cupy()
+    rows = []
+    for n in SWEEP_N:
+        part = da[:n]
+        harness.check(r.sum_last_block(part, out), r.sum_reference(a[:n]),
+                      name=f"sum_last_block, n={n:,}")
+        for cold in (True, False):
+            t = harness.time_gpu(lambda: r.sum_last_block(part, out), cold=cold)
+            rows.append(row("sum_last_block", "kernel", t, n=n, gbps=4 * n / t.ms / 1e6))
+        if cupy is not None:
+            ca = cupy.asarray(part)
+            rows.append(_timed("cupy.sum", "peer", lambda: cupy.sum(ca, dtype=cupy.int64),
+                               4 * n, n=n))
+    return {"description": "sum of n int32 into int64, n = 1e5 to 1e9 (4 GB), data on the "
+                           "device; sum_last_block timed cold (L2 flushed) and warm (the "
+                           "input left in L2 by the repeat before), cupy.sum (CUB) cold",
+            "params": {"sizes": SWEEP_N, "dtype": "int32", "threads": r.THREADS,
+                       "blocks": r.default_blocks()},
+            "rows": rows}
