@@ -33,11 +33,13 @@ from kernels.gridstride import sm_count
 MAX_THREADS = 1024  # the shared-memory tree holds one value per thread of a block
 IN_FLIGHT = 4  # dot_last_block: elements of each vector a thread loads before it adds
 THREADS = 256
-# How many times a thread may find the mutex taken before it gives up. On an H200 one
-# try takes 0.2-0.8 us, so a lock nobody releases is reported within seconds, while
-# the longest honest wait measured (39,063 blocks queueing for one mutex) took 77,689
-# tries. Simulated threads take turns on one core; a few thousand tries cover any
-# honest wait there.
+# How many times a thread may find the mutex taken before it gives up. Measured on an
+# H200, in a sweep that is not among the book's recordings: one try takes 0.2-0.8 us,
+# and the longest honest wait (39,063 blocks queueing for one mutex) took 77,689 tries.
+# On the H100 that whole queue takes about a quarter of a second (mutex.contention in
+# book/_data/bench), less than 2**22 tries of 0.2 us. So a lock nobody releases is
+# reported within seconds. Simulated threads take turns on one core; a few thousand
+# tries cover any honest wait there.
 MAX_SPINS = 10_000 if SIMULATOR else 1 << 22
 
 

@@ -13,6 +13,7 @@ from numba import cuda
 
 from kernels import gridstride, harness, scratch, size, text
 from kernels import histogram as h
+from kernels import histogram_stages as hs
 from kernels.harness import benchmark, row
 
 SWEEP_BLOCKS_PER_SM = (1, 2, 4, 8, 16, 32, 64)
@@ -203,4 +204,28 @@ def size_sweep():
                            "flushed) and warm (the input left in L2 by the repeat before)",
             "params": {"sizes": SWEEP_BYTES, "text_source": found.source,
                        "launch": {v: list(h.default_launch(v)) for v in SWEEP_VERSIONS}},
+            "rows": rows}
+
+
+@benchmark(*COMMON, h.count_word_spare, hs.histogram_stages, hs.histogram_stages_kernel,
+           scratch.buffer)
+def breakdown():
+    """Where histogram_bin_tickets spends its time: the kernel stopped after each stage,
+    on the whole text and on its first 64 KB (where almost only the fixed costs remain)."""
+    found, data = _text()
+    out = cuda.device_array(h.BINS, np.int64)
+    rows = []
+    for n in (data.size, 64 << 10):
+        d_data = cuda.to_device(data[:n])
+        harness.check(hs.histogram_stages(d_data, "merge", out),
+                      h.histogram_reference(data[:n]), name=f"all stages, {n:,} bytes")
+        for stage in hs.STAGES:
+            t = harness.time_gpu(lambda: hs.histogram_stages(d_data, stage, out), cold=True)
+            rows.append(row(f"up to {stage}", "kernel", t, stage=stage, bytes=n))
+    return {"description": _described(found, data) + "; histogram_bin_tickets stopped after "
+                           "each stage (read, clear, count, merge), on the whole text and "
+                           "on its first 64 KB",
+            "params": {"bytes": data.size, "stages": list(hs.STAGES),
+                       "launch": h.default_launch("histogram_bin_tickets"),
+                       "text_source": found.source},
             "rows": rows}
