@@ -1,0 +1,186 @@
+"""How cost grows with size: the size sweeps of the performance page.
+
+* ``SWEEPS``: the recorded sweeps (benchmark key -> how to read it);
+* ``load(key)``: a ``Sweep`` (its series of times by size, its peers and its floor at
+  each size), or None where the benchmark has no recording yet;
+* ``facts(sweep)``: the numbers the page's prose is glued from (fixed cost, where the
+  L2 helps, the asymptote, the peer);
+* ``figure(sweep)``: time against size, log-log, with peers and floor, drawn for the
+  book's 690 px column.
+
+The floor at each size is built like the performance summary's: the bytes that must
+move over the measured device copy bandwidth (and, for SGEMM, the float32 operations
+over the device's peak), plus the measured time of the smallest kernel; never a
+row's own time or a peer's.
+"""
+
+import dataclasses
+
+import matplotlib.pyplot as plt
+import matplotlib.ticker
+import numpy as np
+
+from kernels import hardware, harness
+
+COLD = "flushed before each repeat"
+
+
+@dataclasses.dataclass(frozen=True)
+class Spec:
+    size_field: str       # the row field that holds the problem size
+    unit: str             # what the size counts, for the axis
+    bytes_per: float      # bytes that must move per unit of size (None: SGEMM's 3 n^2 x 4)
+    what: str             # the problem, in words
+
+
+SWEEPS = {
+    "histogram.size_sweep": Spec("bytes", "bytes of text", 1.0, "histogram of the text"),
+    "reduction.size_sweep": Spec("n", "int32 elements", 4.0, "sum of int32"),
+    "matmul.sweep": Spec("n", "n (n x n float32 matrices)", None, "SGEMM"),
+}
+
+
+@dataclasses.dataclass
+class Sweep:
+    key: str
+    spec: Spec
+    result: harness.Result
+    series: dict   # label -> (kind, sizes, ms): kind "kernel" (cold), "warm", "peer", "limit"
+    floor: tuple   # (sizes, ms)
+
+    @property
+    def sizes(self):
+        return self.floor[0]
+
+
+def _floor_ms(spec, result, size):
+    limits = result.limits
+    if spec.bytes_per is not None:
+        return spec.bytes_per * size / limits["copy_gbps"] / 1e6 + limits["kernel_ms"]
+    dev = result.env["device"]
+    flops = 2.0 * size ** 3
+    if dev.get("clock_khz"):
+        rate = hardware.fp32_peak_tflops(dev["sm_count"], dev["compute_capability"],
+                                         dev["clock_khz"])
+    else:
+        rate = limits["fp32_tflops"]
+    bytes_ = 3 * 4.0 * size ** 2  # a and b read once, c written once
+    return max(flops / rate / 1e9, bytes_ / limits["copy_gbps"] / 1e6) + limits["kernel_ms"]
+
+
+def load(key):
+    """The recorded sweep `key` as a Sweep, or None if it has no recording."""
+    spec = SWEEPS[key]
+    try:
+        result = harness.recorded(key)
+    except (LookupError, KeyError):
+        return None
+    series = {}
+    for r in result.entry["rows"]:
+        if "time_ms" not in r or spec.size_field not in r:
+            continue
+        kind = r["kind"]
+        label = r["name"]
+        if kind == "kernel" and r.get("l2", COLD) != COLD:
+            kind, label = "warm", f"{r['name']}, warm L2"
+        points = series.setdefault(label, (kind, {}))[1]
+        points[r[spec.size_field]] = r["time_ms"]["median"]
+    series = {label: (kind, np.array(sorted(p)), np.array([p[s] for s in sorted(p)]))
+              for label, (kind, p) in series.items()}
+    sizes = np.array(sorted({s for _, xs, _ in series.values() for s in xs}))
+    floor = (sizes, np.array([_floor_ms(spec, result, s) for s in sizes]))
+    return Sweep(key, spec, result, series, floor)
+
+
+def best_series(sweep):
+    """The label of the cold kernel series that is fastest at the largest size."""
+    cold = {k: v for k, v in sweep.series.items() if v[0] == "kernel"}
+    return min(cold, key=lambda k: cold[k][2][-1])
+
+
+def _at(series, size):
+    _, xs, ms = series
+    found = np.flatnonzero(xs == size)
+    return float(ms[found[0]]) if found.size else None
+
+
+def facts(sweep):
+    """The numbers the page says about `sweep`, from its recording."""
+    best = best_series(sweep)
+    _, xs, ms = sweep.series[best]
+    floor = dict(zip(*sweep.floor))
+    f = {"best": best, "smallest": int(xs[0]), "largest": int(xs[-1]),
+         "small_us": ms[0] * 1e3, "small_floor_us": floor[xs[0]] * 1e3,
+         "large_ms": ms[-1], "large_over_floor": ms[-1] / floor[xs[-1]],
+         "kernel_us": sweep.result.limits["kernel_ms"] * 1e3}
+    # the fixed cost dominates while the time stays under twice the smallest size's
+    f["knee"] = int(next((x for x, t in zip(xs, ms) if t >= 2 * ms[0]), xs[-1]))
+    if sweep.spec.bytes_per is not None:
+        f["large_gbps"] = sweep.spec.bytes_per * xs[-1] / ms[-1] / 1e6
+        f["large_of_copy"] = f["large_gbps"] / sweep.result.limits["copy_gbps"]
+    warm = sweep.series.get(f"{best}, warm L2")
+    if warm is not None:
+        gains = [(t / _at(warm, x), int(x)) for x, t in zip(xs, ms) if _at(warm, x)]
+        f["l2_gain"], f["l2_size"] = max(gains)
+    peers = {k: v for k, v in sweep.series.items() if v[0] == "peer"}
+    if peers:
+        fastest = min(peers, key=lambda k: peers[k][2][-1])
+        f["peer"] = fastest
+        f["peer_small_x"] = _at(peers[fastest], xs[0]) / ms[0] if _at(peers[fastest], xs[0]) else None
+        f["peer_large_x"] = _at(peers[fastest], xs[-1]) / ms[-1] if _at(peers[fastest], xs[-1]) else None
+    return f
+
+
+STYLE = {"kernel": dict(color="tab:blue", marker="o", ls="-"),
+         "warm": dict(color="tab:blue", marker="o", ls=":", mfc="none"),
+         "peer": dict(color="tab:orange", marker="D", ls="-"),
+         "limit": dict(color="tab:green", marker="s", ls="--", mfc="none")}
+
+
+def figure(sweep):
+    """Time against size (log-log) of every series, the peers and the floor: 6.9 x 5.0
+    inches at 100 dpi, the width of the book's column, with text of 9 pt or more."""
+    fig, ax = plt.subplots(figsize=(6.9, 5.0), dpi=100)
+    best = best_series(sweep)
+    others = [k for k, v in sweep.series.items() if v[0] == "kernel" and k != best]
+    for label, (kind, xs, ms) in sweep.series.items():
+        style = dict(STYLE[kind])
+        if label in others:  # the other versions, lighter
+            style.update(color="tab:cyan", marker="^")
+        ax.plot(xs, ms * 1e3, ms=4, lw=1.5, label=label, **style)
+    xs, fl = sweep.floor
+    ax.plot(xs, fl * 1e3, color="black", ls="--", lw=1.5, label="physical floor")
+    l2 = sweep.result.env["device"].get("l2_bytes")
+    if l2 and sweep.spec.bytes_per is not None:
+        ax.axvline(l2 / sweep.spec.bytes_per, color="gray", lw=1, alpha=0.6)
+        ax.annotate(" L2 size", (l2 / sweep.spec.bytes_per, ax.get_ylim()[1]), va="top",
+                    fontsize=9, color="gray")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xticks(xs, [_size_label(sweep.spec, x) for x in xs], rotation=45 if len(xs) > 7 else 0)
+    ax.xaxis.set_minor_locator(matplotlib.ticker.NullLocator())
+    ax.set_xlabel(f"problem size ({sweep.spec.unit}, log scale)", fontsize=10)
+    ax.set_ylabel("GPU time (\u00b5s, log scale)", fontsize=10)
+    ax.tick_params(labelsize=9)
+    ax.grid(which="major", alpha=0.3)
+    ax.set_title(f"{sweep.spec.what}: time against size\n{sweep.result.caption}",
+                 fontsize=9, loc="left")
+    # the legend under the axes, where it covers no line
+    rows = -(-len(ax.get_legend_handles_labels()[0]) // 2)
+    fig.legend(*ax.get_legend_handles_labels(), loc="lower center", ncol=2, fontsize=9,
+               frameon=False)
+    fig.tight_layout(rect=(0, (0.1 + 0.2 * rows) / fig.get_figheight(), 1, 1))
+    return fig
+
+
+def _size_label(spec, x):
+    if spec.size_field == "bytes":
+        for unit, shift in (("GB", 30), ("MB", 20), ("KB", 10)):
+            if x >= 1 << shift:
+                return f"{x / (1 << shift):g} {unit}"
+        return f"{x} B"
+    if spec.bytes_per is None:
+        return f"{x:,}"
+    exponent = int(np.floor(np.log10(x)))
+    mantissa = x / 10 ** exponent
+    return f"1e{exponent}" if mantissa == 1 else f"{mantissa:g}e{exponent}"
