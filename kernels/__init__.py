@@ -85,6 +85,7 @@ SIZES = {
     "jacobi": (1 << 22, 1_001),  # float32 points of the largest Jacobi problem
     "matmul": (1_000, 37),  # n of the n x n float32 matrices the matmul chapter checks
     "matmul_ladder": ((1_000, 2_048, 4_096), (33, 64)),  # n of the matmul benchmark
+    "matmul_sweep": ((256, 512, 1_024, 2_048, 4_096, 8_192), (33, 64)),  # n of its sweep
 }
 
 

@@ -64,7 +64,9 @@ def main(topic, link=False):
                 ptx, _ = cuda.compile_ptx(kernel.py_func, sig, cc=cc, device=device)
                 if f".target sm_{cc[0]}{cc[1]}" not in ptx:
                     sys.exit(f"{name} {sig}: PTX does not target sm_{cc[0]}{cc[1]}")
-                print(f"{topic}.{name} {sig} sm_{cc[0]}{cc[1]}: {len(ptx)} bytes of PTX")
+                print(f"{topic}.{name} {sig} sm_{cc[0]}{cc[1]}: {len(ptx)} bytes of PTX, "
+                      f"{ptx.count('ld.global.v4.')} 128-bit global loads, "
+                      f"{ptx.count('ld.local.')} local loads")
                 if link and not device and cc == CCS[0]:
                     size, linker = link_cubin(ptx, cc)
                     print(f"{topic}.{name} {sig} sm_{cc[0]}{cc[1]}: {size} bytes of cubin "

@@ -1,0 +1,44 @@
+"""128-bit loads of four float32, which Numba does not emit on its own.
+
+Numba has no float4 type, and the compiler merges four 32-bit loads into one
+128-bit load only where it can prove the address 16-byte aligned, which it cannot
+for a global array. ``load_float4`` builds the load itself, as a Numba intrinsic (a
+function that writes LLVM IR); on the simulator, which runs kernels as Python, a
+plain function stands in for it and checks the alignment.
+"""
+
+from llvmlite import ir
+from numba.cuda import cgutils, types
+from numba.cuda.extending import intrinsic
+
+from kernels import SIMULATOR
+
+WIDE = 4  # float32 in one 128-bit load
+
+
+def load_float4_simulated(x, row, col):
+    """load_float4 on the simulator: the four values, and a check of the alignment."""
+    assert col % WIDE == 0 and x.shape[1] % WIDE == 0, "a 128-bit load must be aligned"
+    return x[row, col], x[row, col + 1], x[row, col + 2], x[row, col + 3]
+
+
+def load_float4_typed(typingctx, x, row, col):
+    """x[row, col:col + 4] of a 2D float32 array as 4 float32, with one 128-bit load
+    (ld.global.v4.f32): a pointer to x[row, col], cast to a pointer to 4 floats and
+    loaded with 16-byte alignment. The caller makes sure that x[row, col] starts on a
+    16-byte boundary; no bounds are checked."""
+    def codegen(context, builder, sig, args):
+        (xty, rowty, colty), (x, row, col) = sig.args, args
+        index = [context.cast(builder, row, rowty, types.intp),
+                 context.cast(builder, col, colty, types.intp)]
+        array = context.make_array(xty)(context, builder, x)
+        ptr = cgutils.get_item_pointer(context, builder, xty, array, index)
+        vector = ir.VectorType(ir.FloatType(), WIDE)
+        loaded = builder.load(builder.bitcast(ptr, vector.as_pointer()), align=4 * WIDE)
+        values = [builder.extract_element(loaded, ir.Constant(ir.IntType(32), i))
+                  for i in range(WIDE)]
+        return context.make_tuple(builder, sig.return_type, values)
+    return types.UniTuple(types.float32, WIDE)(x, row, col), codegen
+
+
+load_float4 = load_float4_simulated if SIMULATOR else intrinsic(load_float4_typed)
