@@ -1,7 +1,9 @@
 """Benchmarks of the histogram chapter, on Shakespeare's Complete Works (5.6 MB).
 
 The input fits in the H100's 50 MB L2, so every GPU time is taken cold (L2 flushed
-before each repeat). The text comes from kernels.text: the copy carried to a lent
+before each repeat); the size sweep (the text repeated from 64 KB to 512 MB, for the
+performance page) also times the one-launch versions warm, and the breakdown times
+histogram_bin_tickets stopped after each stage (kernels.histogram_stages). The text comes from kernels.text: the copy carried to a lent
 GPU in .gpu/ when it is there, else a download, else the labelled substitute (the
 description then says so).
 """
