@@ -4,6 +4,8 @@ from numba import cuda
 
 from kernels import SIMULATOR, matmul as mm, matmul_fast as mf
 from kernels.harness import check
+from kernels.trace import analyses
+from kernels.trace import run as trace_run
 from ptx import assert_compiles
 
 MATRICES = "void(float32[:, ::1], float32[:, ::1], float32[:, ::1])"
@@ -31,9 +33,11 @@ PTX_SIGNATURES = {
     "stash_tiles_wide": ["void(float32[::1], float32[::1], float32[:, ::1], float32[:, ::1], "
                          "uint32)"],
 }
-# the versions that load 128 bits at a time, and how many of the two blocks of
-# test_tiles_load_128_bits_at_a_time do: the one inside a and b, or both
-WIDE = {"matmul_wide_loads": 1, "matmul_clamped_edges": 2, "matmul_one_block_per_sm": 2}
+WIDE = ["matmul_wide_loads", "matmul_clamped_edges", "matmul_one_block_per_sm"]
+# how many of the two blocks of test_tiles_load_128_bits_at_a_time load 128 bits at a
+# time: the one inside a and b, or both (matmul_one_block_per_sm compiles the kernel of
+# matmul_clamped_edges differently on a GPU, and runs it as it is on the simulator)
+WIDE_BLOCKS = {"matmul_wide_loads": 1, "matmul_clamped_edges": 2}
 # (m, k, n): sizes that divide no tile; the last two span two block tiles along n or
 # m, and several k-steps
 SHAPES = [(1, 1, 1), (17, 17, 17), (3, 19, 130), (130, 9, 3)]
@@ -60,8 +64,9 @@ def test_matches_float64_reference(version, shape, rng):
     assert_product(mf.VERSIONS[version](a, b, out), a, b, name=version)
 
 
-@pytest.mark.parametrize("version", ["matmul_split_k", *WIDE])
-@pytest.mark.parametrize("splits", [2, 3, 100])
+@pytest.mark.parametrize("version, splits", [("matmul_split_k", 2), ("matmul_split_k", 3),
+                                             ("matmul_split_k", 100),
+                                             *[(version, 3) for version in WIDE]])
 def test_split_k_adds_every_share_once(version, splits, rng):
     a, b = operands(rng, 5, 41, 7)  # 41 = 5 k-steps and one more term
     out = cuda.to_device(np.full((5, 7), np.nan, dtype=np.float32))  # poisoned: zeroed first
@@ -86,7 +91,7 @@ def wide_loads(monkeypatch):
     return calls
 
 
-@pytest.mark.parametrize("version", WIDE)
+@pytest.mark.parametrize("version", WIDE_BLOCKS)
 def test_tiles_load_128_bits_at_a_time(version, wide_loads, rng):
     # two blocks along n: one inside a and b, one over the edge of b; k = 20 in two
     # shares, 0..15 and 16..19. The first k-step of a share is loaded one by one, the
@@ -95,7 +100,7 @@ def test_tiles_load_128_bits_at_a_time(version, wide_loads, rng):
     out = np.full((128, 132), np.nan, dtype=np.float32)
     assert_product(mf.VERSIONS[version](a, b, out, splits=2), a, b, name=version)
     if wide_loads is not None:  # each of 256 threads of a block: one of a, one of b
-        assert len(wide_loads) == WIDE[version] * 2 * mm.THREADS_2D
+        assert len(wide_loads) == WIDE_BLOCKS[version] * 2 * mm.THREADS_2D
 
 
 @pytest.mark.parametrize("version", WIDE)
@@ -155,3 +160,12 @@ def test_shapes_that_divide_nothing_on_gpu(version):
         out = cuda.to_device(np.full((m, n), np.nan, dtype=np.float32))
         assert_product(fn(cuda.to_device(a), cuda.to_device(b), out), a, b,
                        name=f"{version} {m}x{k} @ {k}x{n}")
+
+
+def test_a_warp_stores_the_transposed_a_tile_in_32_banks(rng):
+    # what the chapter says of stash_tiles_wide: 16 rows x 2 groups of 4 columns of the
+    # A tile, into rows of 132 words of the transposed tile, hit 32 different banks
+    a, b = operands(rng, 20, 8, 20)
+    traced = trace_run(mf.matmul_wide_loads, a, b)
+    stores = analyses.bank_conflicts(traced, "a_tile", kinds=("write",))
+    assert stores.worst.units == 1, stores
