@@ -65,10 +65,11 @@ os.environ.setdefault("NUMBA_CUDA_LOW_OCCUPANCY_WARNINGS", "0")
 os.environ.setdefault("NUMBA_CUDA_WARN_ON_IMPLICIT_COPY", "0")
 
 if SIMULATOR:
+    # on stderr: stdout belongs to what the caller prints (`python -m kernels info | jq`)
     print(
         f"kernels: running on the Numba CUDA simulator ({REASON}). Results are "
         "checked at small sizes; timings shown are recorded GPU results.",
-        flush=True,
+        file=sys.stderr, flush=True,
     )
 
 # Every problem size in the course, as (on a GPU, on the simulator). The simulator

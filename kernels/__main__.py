@@ -5,16 +5,46 @@ import json
 import sys
 
 
-def main(argv=None):
-    parser = argparse.ArgumentParser(prog="python -m kernels")
-    sub = parser.add_subparsers(dest="command", required=True)
-    sub.add_parser("info", help="say what the kernels run on")
-    bench = sub.add_parser("bench", help="run benchmarks on a GPU and record them")
-    bench.add_argument("topic", nargs="?", help="one topic (default: all)")
+DESCRIPTION = """\
+The command line of the Numba CUDA course: what the kernels run on, GPU benchmarks
+and their recordings, and grading of the exercises. Without a CUDA GPU the kernels
+run on the Numba CUDA simulator (said once, on stderr)."""
+
+EXAMPLES = """\
+examples:
+  python -m kernels info | jq .device     what the kernels run on, as JSON
+  python -m kernels bench histogram       time one topic on a GPU and record it
+  python -m kernels merge h100.json       add a recording made on another machine
+  python -m kernels grade submissions/ --out graded
+                                          grade every notebook in submissions/
+  python -m kernels grade-setup gradescope --out autograder
+                                          the autograder to upload to Gradescope
+  python -m kernels grade-passed graded/grades.csv atomics-ex-256
+                                          exit 0 if every student passed that exercise
+
+python -m kernels COMMAND --help says more about each command."""
+
+
+def build_parser():
+    from kernels.harness import TOPICS
+
+    parser = argparse.ArgumentParser(prog="python -m kernels", description=DESCRIPTION,
+                                     epilog=EXAMPLES,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    def command(name, text):  # the list's one line is also the command's own --help
+        return sub.add_parser(name, help=text, description=f"{text[0].upper()}{text[1:]}.")
+
+    command("info", "say what the kernels run on, as JSON on stdout")
+    bench = command("bench", "run benchmarks on a GPU and record them")
+    bench.add_argument("topic", nargs="?", choices=TOPICS, metavar="TOPIC",
+                       help=f"one topic of {', '.join(TOPICS)} (default: all of them)")
     bench.add_argument("--out", help="recording file (default: book/_data/bench/<device>.json)")
-    merge = sub.add_parser("merge", help="merge a recording made on another machine")
-    merge.add_argument("file")
-    grade = sub.add_parser("grade", help="grade submitted chapter notebooks")
+    merge = command("merge", "merge a recording made on another machine")
+    merge.add_argument("file", metavar="FILE",
+                       help="a recording (.json) that `python -m kernels bench` wrote")
+    grade = command("grade", "grade submitted chapter notebooks")
     grade.add_argument("submissions", nargs="+", metavar="SUBMISSION",
                        help="a notebook (.ipynb) or a folder of them")
     grade.add_argument("--out", required=True, help="folder for grades.csv and feedback/")
@@ -23,18 +53,26 @@ def main(argv=None):
                        help="seconds for one notebook, cells and checks (default: 900)")
     grade.add_argument("--gradescope", action="store_true",
                        help="also write Gradescope's results.json (for one student's upload)")
-    setup = sub.add_parser("grade-setup", help="write a Gradescope or GitHub Classroom set-up")
-    setup.add_argument("service", choices=["gradescope", "classroom"])
+    setup = command("grade-setup", "write a Gradescope or GitHub Classroom set-up")
+    setup.add_argument("service", choices=["gradescope", "classroom"],
+                       help="the service to set up: gradescope or classroom")
     setup.add_argument("--out", required=True, help="folder to write it into")
     setup.add_argument("--chapter", help="classroom: the chapter the assignment is")
     setup.add_argument("--package", help="classroom: what pip installs for the grader, e.g. "
                        "git+https://github.com/you/course-student@main")
     setup.add_argument("--notebook", help="classroom: the notebook's path in the student's "
                        "repository (default: CHAPTER.ipynb)")
-    passed = sub.add_parser("grade-passed", help="exit 0 if every row of a grades.csv "
+    passed = command("grade-passed", "exit 0 if every row of a grades.csv "
                             "earned an exercise's points (for GitHub Classroom)")
-    passed.add_argument("grades")
-    passed.add_argument("label")
+    passed.add_argument("grades", metavar="GRADES", help="the grades.csv that grade wrote")
+    passed.add_argument("label", metavar="LABEL",
+                        help="an exercise's label, e.g. atomics-ex-256 (shown under each "
+                        "exercise's heading in the book)")
+    return parser
+
+
+def main(argv=None):
+    parser = build_parser()
     args = parser.parse_args(argv)
     if args.command in ("grade", "grade-setup", "grade-passed"):
         from kernels.grading import cli
@@ -48,10 +86,12 @@ def main(argv=None):
         print(json.dumps(harness.environment(), indent=1))
         return 0
     if args.command == "merge":
-        print(f"merged into {harness.merge_recording(args.file)}")
+        try:
+            print(f"merged into {harness.merge_recording(args.file)}")
+        except ValueError as err:  # said plainly, as argparse says a bad argument
+            print(f"{parser.prog} merge: error: {err}", file=sys.stderr)
+            return 2
         return 0
-    if args.topic is not None and args.topic not in harness.TOPICS:
-        parser.error(f"unknown topic {args.topic!r}; topics: {', '.join(harness.TOPICS)}")
     if kernels.SIMULATOR:
         print("python -m kernels bench needs a CUDA GPU, and this process runs on the "
               f"Numba CUDA simulator ({kernels.REASON}). Simulated times mean nothing, so "

@@ -461,8 +461,26 @@ def write_recording(entries, limits, path=None, env=None):
 
 
 def merge_recording(src):
-    """Merge a recording file made elsewhere (e.g. on a lent GPU) into BENCH_DIR."""
-    data = json.loads(pathlib.Path(src).read_text())
+    """Merge a recording file made elsewhere (e.g. on a lent GPU) into BENCH_DIR.
+
+    A file that is missing, unreadable, not JSON or not a recording raises ValueError
+    saying which; nothing is written then."""
+    what = "a recording (.json) that `python -m kernels bench` wrote"
+    try:
+        data = json.loads(pathlib.Path(src).read_text())
+    except FileNotFoundError:
+        raise ValueError(f"no file {src}: give {what}") from None
+    except (OSError, UnicodeDecodeError) as err:
+        raise ValueError(f"cannot read {src} ({err}): give {what}") from None
+    except json.JSONDecodeError as err:
+        raise ValueError(f"{src} is not JSON ({err}): give {what}") from None
+    missing = [k for k in ("device", "numba_cuda", "benchmarks", "limits")
+               if not isinstance(data, dict) or k not in data]
+    if missing:
+        raise ValueError(f"{src} is not {what}: it has no {', '.join(missing)}")
+    if data.get("schema") != SCHEMA:
+        raise ValueError(f"{src} is a recording of schema {data.get('schema')}, this "
+                         f"package reads schema {SCHEMA}: record it again with this version")
     env = {k: v for k, v in data.items() if k not in ("benchmarks", "limits", "schema")}
     return write_recording(data["benchmarks"], data["limits"], env=env)
 
