@@ -1,0 +1,54 @@
+"""kernels.compare: the comparative words are chosen by the numbers."""
+
+import pytest
+
+from kernels import compare
+
+
+def row(median, p10=None, p90=None):
+    p10, p90 = (median, median) if p10 is None else (p10, p90)
+    return {"name": "r", "kind": "kernel",
+            "time_ms": {"median": median, "p10": p10, "p90": p90, "min": p10, "repeats": 5}}
+
+
+@pytest.mark.parametrize("t, ref, words", [
+    (3.18, 5.31, "1.7 times faster"),
+    (0.949, 5.31, "5.6 times faster"),
+    (0.5, 50.0, "100 times faster"),
+    (1.0, 1.12, "12% faster"),
+    (1.0, 1.03, "about as fast"),
+    (1.03, 1.0, "about as fast"),
+    (1.08, 1.0, "8% slower"),
+    (2.7, 1.0, "2.7 times slower"),
+])
+def test_phrase_follows_the_ratio(t, ref, words):
+    assert compare.phrase(t, ref) == words
+
+
+def test_verdict_flips_with_the_numbers():
+    assert compare.verdict(1.0, 2.0) == "faster"
+    assert compare.verdict(2.0, 1.0) == "slower"
+    assert compare.verdict(1.0, 1.0) == "as fast"
+    assert compare.ratio(1.0, 2.0) == 2.0
+
+
+def test_an_explicit_band_wins():
+    assert compare.verdict(1.0, 1.2, band=0.25) == "as fast"
+    assert compare.verdict(1.0, 1.02, band=0.01) == "faster"
+    assert compare.phrase(1.0, 1.02, band=0.01) == "2% faster"
+
+
+def test_rows_are_compared_by_median_within_their_own_spread():
+    steady, noisy = row(1.0), row(1.15, 0.9, 1.4)  # noisy spreads +-22% about its median
+    assert compare.ms(noisy) == 1.15
+    assert compare.noise(steady) == compare.BAND
+    assert compare.noise(steady, noisy) == pytest.approx(0.25 / 1.15)
+    assert compare.verdict(steady, noisy) == "as fast"
+    assert compare.verdict(steady, row(1.15)) == "faster"
+
+
+def test_bad_times_are_refused():
+    with pytest.raises(ValueError, match="positive number of ms"):
+        compare.ms(0)
+    with pytest.raises(ValueError, match="not a timed row"):
+        compare.ms({"name": "x", "kind": "limit"})
