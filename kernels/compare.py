@@ -8,7 +8,8 @@ the verdicts, so a sentence that says "faster" cannot sit beside numbers that sa
 * ``noise(*xs)``        the relative difference below which two times count as equal
 * ``ratio(t, ref)``     how many times faster `t` is than `ref` (ref / t)
 * ``verdict(t, ref)``   "faster", "as fast" or "slower": `t` against `ref`
-* ``phrase(t, ref)``    "1.7 times faster", "12% faster", "about as fast", "3% slower"
+* ``phrase(t, ref, than="NumPy")``  "1.7 times faster than NumPy", "12% faster ...",
+                        "about as fast as NumPy", "3% slower ..." (`than` optional)
 """
 
 # Two medians of the same kernel recorded on different days differ by a few percent
@@ -63,13 +64,14 @@ def verdict(t, ref, band=None):
     return "as fast"
 
 
-def phrase(t, ref, band=None):
+def phrase(t, ref, band=None, than=None):
     """`t` against `ref` in words: "1.7 times faster", "12% faster", "about as fast",
-    "8% slower", "2.3 times slower". Append "than ..." where the sentence needs it."""
+    "8% slower", "2.3 times slower"; with `than` ("NumPy"), the comparison's object
+    follows in the right grammar: "... faster than NumPy", "about as fast as NumPy"."""
     word = verdict(t, ref, band)
     if word == "as fast":
-        return "about as fast"
+        return "about as fast" + (f" as {than}" if than else "")
     r = ratio(t, ref) if word == "faster" else 1 / ratio(t, ref)
-    if r >= TIMES_FROM:
-        return f"{r:.{0 if r >= 10 else 1}f} times {word}"
-    return f"{100 * (r - 1):.0f}% {word}"
+    words = (f"{r:.{0 if r >= 10 else 1}f} times {word}" if r >= TIMES_FROM
+             else f"{100 * (r - 1):.0f}% {word}")
+    return words + (f" than {than}" if than else "")

@@ -25,6 +25,12 @@ def test_phrase_follows_the_ratio(t, ref, words):
     assert compare.phrase(t, ref) == words
 
 
+def test_than_names_the_reference_in_the_right_grammar():
+    assert compare.phrase(3.18, 5.31, than="NumPy") == "1.7 times faster than NumPy"
+    assert compare.phrase(1.0, 1.01, than="NumPy") == "about as fast as NumPy"
+    assert compare.phrase(1.1, 1.0, than="NumPy") == "10% slower than NumPy"
+
+
 def test_verdict_flips_with_the_numbers():
     assert compare.verdict(1.0, 2.0) == "faster"
     assert compare.verdict(2.0, 1.0) == "slower"
