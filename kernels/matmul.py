@@ -42,7 +42,8 @@ A_TILE_COLS = BM + A_PAD
 # load; at most 128 registers per thread lets two 256-thread blocks share an SM. The
 # simulator accepts neither option (and needs neither).
 VECTOR_ALIGN = None if SIMULATOR else 16
-TWO_BLOCKS_PER_SM = {} if SIMULATOR else {"launch_bounds": (THREADS_2D, 2)}
+BLOCKS_PER_SM_2D = 2  # the 2D kernels' blocks per SM, promised to the compiler
+TWO_BLOCKS_PER_SM = {} if SIMULATOR else {"launch_bounds": (THREADS_2D, BLOCKS_PER_SM_2D)}
 
 MAX_GRID_Y = 65_535
 

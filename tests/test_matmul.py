@@ -212,6 +212,25 @@ def test_solution_kernels_compile_for_a_gpu():
     assert proc.returncode == 0 and "compiled" in proc.stdout, proc.stderr[-3000:]
 
 
+def test_transpose_solution_padding_makes_its_column_reads_conflict_free():
+    """The solution's prose: with rows of 18 words the warp's column reads hit 32 banks
+    (17 would leave them 2-way, 16 8-way) and its row stores take 2 passes."""
+    from kernels import trace
+
+    a = np.arange(16 * 16, dtype=np.float32).reshape(16, 16)
+    traced = trace.launch(solutions.transpose_tiled_kernel, ((1, 1), (16, 16)), a,
+                          np.zeros((16, 16), np.float32))
+    assert traced.launch(None).arrays["tile"]["shape"] == (16, solutions.PADDED)
+
+    def worst(kind, row_length=None):
+        return trace.bank_conflicts(traced, "tile", kinds=(kind,),
+                                    row_length=row_length).worst.units
+
+    assert (worst("read"), worst("write")) == (1, 2)
+    assert (worst("read", 17), worst("write", 17)) == (2, 2)
+    assert (worst("read", 16), worst("write", 16)) == (8, 1)
+
+
 def test_checker_reports_exceptions_in_plain_words():
     def crashes(shared_bytes, max_threads):
         raise ZeroDivisionError("oops")
