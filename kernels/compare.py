@@ -12,10 +12,11 @@ the verdicts, so a sentence that says "faster" cannot sit beside numbers that sa
                         "about as fast as NumPy", "3% slower ..." (`than` optional)
 """
 
-# Two medians of the same kernel recorded on different days differ by a few percent
-# (clocks, the neighbours on the machine), whatever their own repeats' spread: below
-# this relative difference no comparison is a finding.
-BAND = 0.05
+# The same work timed in two benchmarks of one recording differs by up to about 3%
+# (e.g. sum_unrolled: 21.1 us in reduction.sum_int32, 20.9 in reduction.blocks_sweep),
+# whatever its repeats' own spread: below this relative difference no comparison is a
+# finding.
+BAND = 0.03
 
 # From this ratio on a difference reads as "N times"; below it, as a percentage.
 TIMES_FROM = 1.5
@@ -72,6 +73,6 @@ def phrase(t, ref, band=None, than=None):
     if word == "as fast":
         return "about as fast" + (f" as {than}" if than else "")
     r = ratio(t, ref) if word == "faster" else 1 / ratio(t, ref)
-    words = (f"{r:.{0 if r >= 10 else 1}f} times {word}" if r >= TIMES_FROM
+    words = (f"{r:,.{0 if r >= 10 else 1}f} times {word}" if r >= TIMES_FROM
              else f"{100 * (r - 1):.0f}% {word}")
     return words + (f" than {than}" if than else "")

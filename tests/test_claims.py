@@ -57,3 +57,177 @@ def test_reduction_managed_memory_is_slower_than_a_pinned_copy():
     on_device = med(travel.rows(where="on the device already")[0])
     h2d_ms = travel.entry["params"]["bytes"] / travel.limits["h2d_gbps"] / 1e6
     assert managed - on_device > 2 * h2d_ms
+
+
+def test_reduction_loads_matter_more_than_the_tree():
+    """reduction.md: "The tree hardly matters; the loads do. Moving from the simple loop
+    to four loads in flight (`sum_unrolled`) gains more than replacing the
+    shared-memory tree by warp shuffles ... The shuffle version's gain over
+    `sum_unrolled` is within the spread of the repeats"."""
+    sums = rec("reduction.sum_int32")
+    tree, unrolled, shuffle = (med(sums.get(n)) for n in
+                               ("sum_shared_tree", "sum_unrolled", "sum_warp_shuffle"))
+    assert tree - unrolled > unrolled - shuffle
+    assert compare.verdict(sums.get("sum_warp_shuffle"), sums.get("sum_unrolled")) == "as fast"
+
+
+def test_reduction_nothing_reaches_the_copy_bandwidth():
+    """reduction.md: "Nothing reaches the copy bandwidth, CuPy included"."""
+    for key in ("reduction.sum_int32", "reduction.minmax_int32"):
+        result = rec(key)
+        for r in result.rows():
+            if "gbps" in r and r["l2"].startswith("flushed"):
+                assert r["gbps"] < result.limits["copy_gbps"], (key, r["name"])
+
+
+def test_reduction_one_call_of_a_fast_version_is_several_times_its_kernel():
+    """reduction.md: "The end-to-end time of one call of the fast versions is several
+    times the kernel's"."""
+    sums = rec("reduction.sum_int32")
+    for r in sums.rows(kind="kernel"):
+        if r["name"] != "sum_global_atomics":
+            assert r["e2e_ms"]["median"] > 3 * med(r), r["name"]
+
+
+def test_reduction_default_blocks_per_sm_is_the_sweeps_best():
+    """reduction.md: "blocks per SM ...: the default stays 8" (reduction.BLOCKS_PER_SM),
+    and the sweep's figure: more blocks than fit at once add nothing."""
+    from kernels import reduction
+    sweep = rec("reduction.blocks_sweep")
+    for name in ("sum_shared_tree", "sum_unrolled"):
+        rows = sweep.rows(name=name)
+        best = min(rows, key=med)
+        default = sweep.get(name, blocks_per_sm=reduction.BLOCKS_PER_SM)
+        assert compare.verdict(default, best) == "as fast", name
+
+
+def test_reduction_neither_goal_was_reached():
+    """reduction.md: "The goal was 16.5 µs for the sum and 17 µs for min/max ... Neither
+    goal was reached"."""
+    sums, minmax = rec("reduction.sum_int32"), rec("reduction.minmax_int32")
+    assert 1e3 * min(med(r) for r in sums.rows(kind="kernel")) > 16.5
+    assert 1e3 * min(med(r) for r in minmax.rows(kind="kernel")) > 17
+
+
+# ------------------------------------------------------------------- atomics.md
+
+
+def _atomic(k):
+    return rec("atomics.contention").get("increment_atomic", counters=k)
+
+
+def test_atomics_cost_follows_cache_lines_not_only_addresses():
+    """atomics.md: "with 32 counters every lane of a warp has a counter of its own, yet
+    the time is about as fast as with 8, as the 32 counters still share two cache lines;
+    with 128 counters (8 lines) an increment costs ... ns" (less), and contention on one
+    address costs more than spreading over one line."""
+    assert compare.verdict(_atomic(32), _atomic(8)) == "as fast"
+    assert compare.ratio(_atomic(128), _atomic(32)) > 2
+    assert compare.ratio(_atomic(1024), _atomic(128)) > 2
+    assert compare.verdict(_atomic(8), _atomic(1)) == "faster"
+
+
+def _versions():
+    return rec("histogram.versions")
+
+
+def _inputs(name, label):
+    return rec("histogram.inputs").get(name, input=label)
+
+
+UNIFORM, TEXT, SPACES = "uniform over 128 bins", "Shakespeare", "all spaces"
+
+
+def test_atomics_global_atomics_agree_within_a_benchmark():
+    """atomics.md: "the same kernel, launch and text took from ... to ... µs in different
+    benchmarks of the same recording ..., while the repeats within one benchmark agree
+    to 1%"."""
+    for r in (_versions().get("histogram_global_atomics"),
+              _inputs("histogram_global_atomics", TEXT)):
+        assert r["time_ms"]["p90"] - r["time_ms"]["p10"] < 0.01 * med(r)
+
+
+def test_atomics_global_atomics_slower_on_text_than_uniform_and_slowest_on_spaces():
+    """atomics.md pitfalls: "The global-atomics version is markedly slower on the text
+    than on uniform bytes in every recorded run (above), and a text made only of spaces
+    is slower still"."""
+    uniform = _inputs("histogram_global_atomics", UNIFORM)
+    texts = [_versions().get("histogram_global_atomics"),
+             _inputs("histogram_global_atomics", TEXT)]
+    for text in texts:
+        assert compare.ratio(uniform, text) > 1.5
+        assert compare.verdict(_inputs("histogram_global_atomics", SPACES), text) == "slower"
+
+
+def test_atomics_same_counter_shared_atomics_are_cheap():
+    """atomics.md: "`histogram_shared_atomics` ... on nothing but spaces ..., though there
+    every lane of a warp hits the same counter: the lanes of a warp that hit *the same*
+    counter are combined cheaply"."""
+    for name in ("histogram_shared_atomics", "histogram_shared_wide_loads"):
+        assert compare.verdict(_inputs(name, SPACES), _inputs(name, UNIFORM)) != "slower"
+
+
+def test_atomics_lane_private_times_alike_on_every_input_and_does_not_win_on_text():
+    """atomics.md: "The lane-private version, as designed, takes the same time on every
+    input ..., but it pays for its 32 copies, so the collisions it designs away do not
+    make it the faster on the text"; and under Timings: "removing the collisions did not
+    buy time on this text"."""
+    lane = [_inputs("histogram_lane_private", label) for label in (UNIFORM, TEXT, SPACES)]
+    for r in lane[1:]:
+        assert compare.verdict(r, lane[0]) == "as fast"
+    assert compare.verdict(lane[1], _inputs("histogram_shared_wide_loads", TEXT)) != "faster"
+    v = _versions()
+    assert compare.verdict(v.get("histogram_lane_private"),
+                           v.get("histogram_shared_wide_loads")) != "faster"
+
+
+def test_atomics_wide_read_is_close_to_its_floor_and_a_call_costs_more_than_the_kernel():
+    """atomics.md: "`read_only_wide` ... That last one is close to the physical floor" and
+    "At this size the *Python* call costs more than the GPU work"."""
+    v = _versions()
+    wide = next(r for r in v.rows(kind="limit") if r["name"].startswith("read_only_wide"))
+    floor = v.entry["params"]["bytes"] / v.limits["copy_gbps"] / 1e6 + med(
+        v.get("clear_kernel alone (one tiny launch)"))
+    assert med(wide) < 1.5 * floor
+    best = min(v.rows(kind="kernel"), key=med)
+    assert best["e2e_ms"]["median"] > 3 * med(best)
+
+
+def test_atomics_blocks_matter_little_for_global_and_much_for_shared():
+    """atomics.md: "For global atomics the number of blocks hardly matters once the GPU
+    is full ... For the shared-memory version it matters a lot ... The best point sits
+    between the two, at a few blocks per SM"."""
+    sweep = rec("histogram.blocks_sweep")
+    glob = [med(r) for r in sweep.rows(name="histogram_global_atomics")]
+    assert max(glob) / min(glob) < 1.05
+    shared = sweep.rows(name="histogram_shared_atomics")
+    assert max(map(med, shared)) / min(map(med, shared)) > 1.5
+    best = min(shared, key=med)
+    assert best["blocks_per_sm"] not in (min(r["blocks_per_sm"] for r in shared),
+                                         max(r["blocks_per_sm"] for r in shared))
+
+
+def test_histogram_default_launches_are_the_sweeps_best():
+    """atomics.md: "The host functions launch each version at the best point of the sweep
+    made when it was tuned (`default_launch`)"; kernels/histogram.py default_launch
+    names the recorded H100 sweep."""
+    from kernels import gridstride
+    from kernels import histogram as h
+    sweep = rec("histogram.blocks_sweep")
+    for name in h.VERSIONS:
+        blocks, threads = h.default_launch(name)
+        default = sweep.get(name, blocks_per_sm=blocks // gridstride.sm_count())
+        assert default["threads"] == threads, name
+        best = min(sweep.rows(name=name), key=med)
+        assert compare.verdict(default, best) == "as fast", (name, best["blocks_per_sm"])
+
+
+def test_histogram_int64_shared_counters_hurt_most_on_the_skewed_text():
+    """atomics.md: "The retries grow with contention, which is why the gap is far larger on
+    the skewed text than on uniform bytes"."""
+    width = rec("histogram.counter_width")
+
+    def slowdown(label):  # int64 time over int32 time
+        return compare.ratio(width.get("int32 counters", input=label),
+                             width.get("int64 counters", input=label))
+    assert slowdown("Shakespeare") > 2 * slowdown("uniform over 128 bins") > 2
