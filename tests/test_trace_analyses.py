@@ -212,7 +212,8 @@ def test_the_tree_without_syncthreads_races_and_the_tree_with_them_does_not(rng)
     assert {r.array for r in broken} == {"partials"}
     # every slot but the last is read by another thread at some level: 255 of them
     assert len(broken) == 255
-    assert all("with no syncthreads() between them" in r.describe() for r in broken)
+    assert all("with no block barrier (cuda.syncthreads()) between them" in r.describe()
+               for r in broken)
     assert trace.races(trace.run(reduction.sum_shared_tree, a, blocks=2)) == []
 
 

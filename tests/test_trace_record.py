@@ -1,5 +1,10 @@
 """kernels.trace: what is recorded, and the clear refusals."""
 
+import os
+import pathlib
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 from numba import cuda
@@ -24,6 +29,9 @@ def shared_then_global_kernel(x, out, count):
 @cuda.jit(device=True)
 def a_device_function(x):
     return x + 1
+
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
 
 
 def test_every_access_is_recorded_with_block_thread_index_kind_and_epoch(rng):
@@ -88,13 +96,10 @@ def test_not_a_kernel_is_refused_with_what_is_accepted():
         trace.run(np.add, 1, 2)
 
 
-def test_warp_shuffles_and_multi_block_grid_sync_need_a_gpu():
+def test_warp_shuffles_need_a_gpu():
     a = np.ones(64, np.int32)
     with pytest.raises(trace.TraceError, match="shfl_down_sync.*needs a real GPU"):
         trace.launch(reduction.sum_warp_shuffle_kernel, (1, 32), a, np.zeros(1, np.int64))
-    m = np.zeros((3, 40), np.int32)
-    with pytest.raises(trace.TraceError, match=r"grid.sync\(\) with 2 blocks"):
-        trace.launch(cooperative.rows_grid_sync_kernel, (2, 16), m)
 
 
 def test_the_simulator_is_left_as_it_was():
@@ -158,6 +163,47 @@ def test_a_kernel_defined_in_a_notebook_travels_as_its_source(tmp_path, rng):
     assert trace.races(t) == []
     reads = {a.thread[0]: a.index for a in launch.of("tile", ("read",))}
     assert reads == {i: (7 - i,) for i in range(8)}
+
+
+def test_a_notebooks_host_function_travels_as_its_source(tmp_path, rng):
+    source = NOTEBOOK_CELL + """
+
+def reverse_scaled(x):
+    out = np.zeros_like(x)
+    scaled_reverse_kernel[1, 8](x, out)
+    return out
+"""
+    cell = tmp_path / "cell.py"
+    cell.write_text(source)
+    namespace = {"__name__": "__main__"}
+    exec(compile(source, str(cell), "exec"), namespace)
+    fn = remote.portable(namespace["reverse_scaled"])
+    assert isinstance(fn, remote.Source)
+    t = remote.in_simulator_process(fn, (rng.random(8, dtype=np.float32),), {})
+    assert t.launch().kernel == "scaled_reverse_kernel" and trace.races(t) == []
+
+
+SCRIPT = """
+import numpy as np
+from kernels.trace import remote
+from kernels import gridstride
+
+print("the script ran", flush=True)  # no __main__ guard: a spawned child would rerun it
+a = np.arange(8, dtype=np.float32)
+t = remote.in_simulator_process(gridstride.vector_add_gridstride, (a, a),
+                                {"blocks": 1, "threads": 8})
+print("traced", len(t.launches), flush=True)
+"""
+
+
+def test_tracing_from_a_script_without_a_main_guard_runs_the_script_once(tmp_path):
+    script = tmp_path / "script.py"
+    script.write_text(SCRIPT)
+    env = dict(os.environ, NUMBA_ENABLE_CUDASIM="1", PYTHONPATH=str(ROOT))
+    proc = subprocess.run([sys.executable, str(script)], env=env, capture_output=True,
+                          text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.count("the script ran") == 1 and "traced 1" in proc.stdout
 
 
 def test_what_cannot_travel_is_named(tmp_path):

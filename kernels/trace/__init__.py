@@ -15,11 +15,13 @@ at a time and its threads as OS threads.
 
 On a machine with a GPU, Numba has already chosen the GPU when ``kernels`` was
 imported (it reads NUMBA_ENABLE_CUDASIM once), so the trace runs in a separate
-Python process on the simulator, and says so (kernels.trace.remote); the function
-and its arguments must then be picklable (module-level functions, NumPy arrays);
-a kernel travels by module and name, or as its source if it was defined in a
-notebook.
+Python process on the simulator (``python -m kernels.trace``), and says so
+(kernels.trace.remote); the arguments must then be picklable (NumPy arrays,
+numbers); a kernel or function travels by module and name, or as its source if it
+was defined in a notebook.
 """
+
+import types
 
 from kernels import SIMULATOR
 from kernels.trace.analyses import (bank_conflicts, coverage, lock_order, races,  # noqa
@@ -66,6 +68,8 @@ def run(fn, *args, **kwargs):
                         "(blocks, threads), *args), or trace.run(host_function, ...)")
     if SIMULATOR:
         return _record(fn, args, kwargs)
+    if isinstance(fn, types.FunctionType):  # a notebook's function travels as its source
+        fn = remote.portable(fn)
     return remote.in_simulator_process(fn, args, kwargs)
 
 

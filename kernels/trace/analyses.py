@@ -12,6 +12,8 @@ import math
 
 import numpy as np
 
+from kernels.trace import order
+
 SECTOR = 32  # bytes: the unit in which a GPU moves global memory
 BANKS = 32  # shared memory banks, each 4 bytes wide
 WORD = 4
@@ -211,10 +213,19 @@ class BankCount:
         return float(np.mean([w.units for w in self.warp_accesses]))
 
     def describe(self):
-        w = self.worst
-        return (f"accesses to shared {self.array} take up to {w.units} passes through the "
-                f"banks per warp access ({w.units}-way bank conflict), "
-                f"{self.mean:.3g} on average")
+        worst = max(self.warp_accesses, key=lambda w: (w.units - w.ideal, w.units))
+        if worst.units <= worst.ideal:  # 8-byte words take 2 passes without a conflict
+            return (f"accesses to shared {self.array} take {_passes(worst.units)} through "
+                    "the banks per warp access, the fewest their words allow: no bank "
+                    "conflicts")
+        ways = math.ceil(worst.units / worst.ideal)
+        return (f"accesses to shared {self.array} take up to {_passes(worst.units)} "
+                f"through the banks per warp access where {worst.ideal} would do "
+                f"({ways}-way bank conflict), {self.mean:.3g} on average")
+
+
+def _passes(n):
+    return "1 pass" if n == 1 else f"{n} passes"
 
 
 def bank_conflicts(trace, array, kernel=None, kinds=("read", "write", "atomic"),
@@ -237,8 +248,10 @@ def bank_conflicts(trace, array, kernel=None, kinds=("read", "write", "atomic"),
         atomic = group[0].kind == "atomic"
         ways = max(len(v) if atomic else len(set(v)) for v in per_bank.values())
         distinct = len({w for v in per_bank.values() for w in v})
+        # A wide access (8 or 16 bytes a lane) needs at least one pass per 32 words:
+        # that many are no conflict.
         found.append(WarpAccess(group[0].block, group[0].warp, group[0].kind, group, ways,
-                                math.ceil(distinct / BANKS)))
+                                max(1, math.ceil(distinct / BANKS))))
     if not found:
         raise ValueError(f"{launch.kernel} made no access of kinds {kinds} to {array}")
     info = launch.arrays[array]
@@ -256,7 +269,7 @@ class Race:
     index: tuple
     first: object  # Access
     second: object  # Access
-    why: str
+    why: str  # what is missing between them, in words
 
     def describe(self):
         def what(a):
@@ -267,29 +280,46 @@ class Race:
 
 
 def _ordered(a, b):
-    """Why accesses a and b of one launch cannot race, or None if nothing orders them."""
-    if a.block == b.block and a.epoch != b.epoch:
-        return "a barrier"
+    """True if something orders accesses a and b of one launch: a barrier, a lock
+    both hold, or a chain of barriers and atomics (kernels.trace.order)."""
     if a.locks & b.locks:
-        return "a lock"
-    return None
+        return True
+    if a.clock is None or b.clock is None:  # recorded without clocks: barriers only
+        return a.block == b.block and a.epoch != b.epoch
+    return order.ordered(a, b)
 
 
-def _why(a, b):
+def _why(a, b, launch):
+    """What is missing between racing accesses a and b, in words."""
+    atomic = "atomic" in (a.kind, b.kind)
+    if a.locks or b.locks:
+        return ("and only one of them holds the lock that guards it: every access to it "
+                "needs that lock" if not (a.locks and b.locks) else
+                "holding different locks: every access to it needs the same lock")
     if a.block == b.block:
-        return "with no syncthreads() between them"
-    if "atomic" in (a.kind, b.kind):
-        return "from different blocks, and only one of them is atomic"
-    return "from different blocks, with no atomic and no lock"
+        if atomic:
+            return ("and only one of them is atomic, with no block barrier "
+                    "(cuda.syncthreads()) between them: make both atomic, or put a "
+                    "barrier between them")
+        return "with no block barrier (cuda.syncthreads()) between them"
+    if launch.cooperative:
+        return ("from different blocks, with no grid barrier (grid.sync()) between them"
+                + ("; only one of them is atomic" if atomic else ""))
+    if atomic:
+        return ("from different blocks, and only one of them is atomic: a plain access "
+                "beside atomic ones needs an atomic too (or, in a cooperative kernel, a "
+                "grid barrier between them)")
+    return ("from different blocks, with no atomic and no lock (and cuda.syncthreads() "
+            "orders only the threads of one block: a grid barrier, grid.sync() in a "
+            "cooperative launch, orders blocks)")
 
 
 def races(trace, kernel=None):
     """Pairs of accesses to one address, by different threads of one launch, at least
-    one writing, not both atomic, with no barrier (same block, same epoch) and no lock
-    held by both between them. Blocks have no barrier in common (grid.sync() aside,
-    which the simulator runs with one block only). One race is reported per element,
-    in order of array and index; the pair is chosen and listed by block and thread,
-    so the result does not depend on the order the simulator ran the threads in."""
+    one writing, not both atomic, that nothing orders: no block barrier between them
+    (same block), no grid barrier, no lock both hold, no chain of barriers and atomic
+    releases and acquires (kernels.trace.order). One race is reported per element, in
+    order of array and index; the pair is chosen and listed by block and thread."""
     launches = trace.launches if kernel is None else [trace.launch(kernel)]
     found = []
     for launch in launches:
@@ -302,7 +332,7 @@ def races(trace, kernel=None):
             race = _first_race(accesses)
             if race is not None:
                 w, o = sorted(race, key=_by_thread)
-                found.append(Race(launch.kernel, w.array, w.index, w, o, _why(w, o)))
+                found.append(Race(launch.kernel, w.array, w.index, w, o, _why(w, o, launch)))
     return found
 
 
@@ -312,13 +342,15 @@ def _by_thread(a):
 
 def _first_race(accesses):
     writes = [a for a in accesses if a.kind != "read"]
+    if not writes or all(a.kind == "atomic" for a in accesses):
+        return None
     for w in writes:
         for o in accesses:
             if o.tid == w.tid and o.block == w.block:
                 continue
             if w.kind == "atomic" and o.kind == "atomic":
                 continue
-            if _ordered(w, o) is None:
+            if not _ordered(w, o):
                 return w, o
     return None
 
@@ -333,9 +365,14 @@ class StreamRace:
     memory: str  # which device memory both touch
 
     def describe(self):
-        return (f"{self.first.what} on stream {self.first.stream} and {self.second.what} "
-                f"on stream {self.second.stream} both use {self.memory}, at least one "
-                "writing, and no stream order, event or synchronisation puts one first")
+        def where(op):
+            return ("the legacy default stream" if op.stream == 0 else
+                    f"stream {op.stream}")
+        return (f"{self.first.what} on {where(self.first)} and {self.second.what} on "
+                f"{where(self.second)} both use {self.memory}, at least one writing, and "
+                "nothing orders the two streams (no stream order, event or "
+                "synchronisation puts one first): give each its own device memory, or "
+                "make one wait for the other")
 
 
 def _before(a, b):

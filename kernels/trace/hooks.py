@@ -35,30 +35,39 @@ def _patches(rec):
             ary = array._item._ary if isinstance(array, FW) else array
             thread = threading.current_thread()
             rec.record(ary, index, "atomic", name, sys._getframe(1))
+            address = _address(ary, index)
+            releases = getattr(thread, "_fenced", False) or _releases_lock(
+                thread, name, address, args)
             thread._quiet = True
             try:
-                old = method(self, array, *args)
+                old = rec.sync.atomic(thread, address, releases,
+                                      lambda: method(self, array, *args))
             finally:
                 thread._quiet = False
-            change = _track_lock(thread, name, ary, index, args, old)
+            change = _track_lock(thread, name, address, args, old)
             if change:
                 rec.lock_changed(thread, change)
             return old
         return wrapper
 
     def syncthreads(self):
+        rec.sync.arrive(self)
         sync0(self)
-        self._epoch = getattr(self, "_epoch", 0) + 1
+        rec.sync.leave(self)
 
     def grid_sync(self):
         ctx = kernel._get_kernel_context()
-        blocks = ctx.gridDim.x * ctx.gridDim.y * ctx.gridDim.z
-        if blocks > 1:
-            raise TraceError(f"grid.sync() with {blocks} blocks: the simulator runs blocks "
-                             "one after another and cannot make them wait for each other. "
-                             "Trace a cooperative kernel with one block (as the simulator "
-                             "runs it), or run it on a GPU")
-        threading.current_thread().syncthreads()
+        barrier = getattr(ctx, "_trace_grid_barrier", None)
+        if barrier is None:  # not started as cooperative (kernels.trace.blocks)
+            raise TraceError("grid.sync() in a kernel the tracer did not recognise as "
+                             "cooperative (it names this_grid nowhere the tracer looks): "
+                             "call cuda.cg.this_grid() in the kernel or a device function "
+                             "it calls")
+        barrier.wait()
+        ctx._trace_on_grid_sync(threading.current_thread())
+
+    def threadfence(self):
+        threading.current_thread()._fenced = True
 
     def launch(self, configuration):
         get_config(self, configuration)
@@ -78,6 +87,12 @@ def _patches(rec):
     def copy_to_device(self, ary, stream=0):
         out = to_dev0(self, ary, stream=stream)
         rec.copied("copy in", stream, self._ary, self._ary.nbytes)
+        return out
+
+    def to_device(ary, stream=0, copy=True, to=None):
+        out = to_device0(ary, stream=stream, copy=copy, to=to)
+        if to is None and copy:  # into `to`, copy_to_device records the copy
+            rec.copied("copy in", stream, out._ary, out._ary.nbytes)
         return out
 
     def copy_to_host(self, ary=None, stream=0):
@@ -111,6 +126,7 @@ def _patches(rec):
         rec.host_waits(getattr(self, "_trace_clock", {}))
 
     sync0 = kernel.BlockThread.syncthreads
+    to_device0 = devicearray.to_device
     get_config, call0 = kernel.FakeCUDAKernel.__getitem__, kernel.FakeCUDAKernel.__call__
     shared0 = kernelapi.FakeCUDAShared.array
     to_dev0 = devicearray.FakeCUDAArray.copy_to_device
@@ -120,6 +136,11 @@ def _patches(rec):
         (FW, "__getitem__", getitem), (FW, "__setitem__", setitem),
         (kernel.BlockThread, "syncthreads", syncthreads),
         (kernelapi.GridGroup, "sync", grid_sync),
+        (kernelapi.FakeCUDAModule, "threadfence", threadfence),
+        (kernelapi.FakeCUDAModule, "threadfence_system", threadfence),
+        (devicearray, "to_device", to_device),
+        (api, "default_stream", _legacy_default_stream),
+        (api, "legacy_default_stream", _legacy_default_stream),
         (kernel.FakeCUDAKernel, "__getitem__", launch),
         (kernel.FakeCUDAKernel, "__call__", call),
         (kernelapi.FakeCUDAShared, "array", shared),
@@ -140,15 +161,23 @@ def _patches(rec):
     return patches
 
 
-def _track_lock(thread, name, ary, index, args, old):
+def _address(ary, index):
+    if not isinstance(index, tuple):
+        index = (index,)
+    return ary.__array_interface__["data"][0] + sum(
+        int(i) * s for i, s in zip(index, ary.strides))
+
+
+def _releases_lock(thread, name, address, args):
+    """exch(m, i, 0) on a lock this thread holds: it releases the lock."""
+    return name == "exch" and args[1] == 0 and address in getattr(thread, "_locks", ())
+
+
+def _track_lock(thread, name, address, args, old):
     """A successful cas(m, i, 0, v != 0) takes lock m[i]; exch(m, i, 0) releases it.
     Returns "take", "release" or None."""
     if name not in ("cas", "exch"):
         return None
-    if not isinstance(index, tuple):
-        index = (index,)
-    address = ary.__array_interface__["data"][0] + sum(
-        int(i) * s for i, s in zip(index, ary.strides))
     locks = thread.__dict__.setdefault("_locks", set())
     if name == "cas" and old == args[1] == 0 and args[2] != 0:
         locks.add(address)
@@ -157,6 +186,19 @@ def _track_lock(thread, name, ary, index, args, old):
         locks.discard(address)
         return "release"
     return None
+
+
+class _LegacyDefaultStream(api.stream):
+    """cuda.default_stream() under the tracer: the legacy default stream (number 0),
+    which waits for every stream and which every stream waits for."""
+    _trace_legacy_default = True
+
+
+_LEGACY = _LegacyDefaultStream()
+
+
+def _legacy_default_stream():
+    return _LEGACY
 
 
 @contextlib.contextmanager
@@ -170,15 +212,20 @@ def recording():
     rec = Recorder()
     patches = _patches(rec)
     saved = [(obj, attr, obj.__dict__[attr]) for obj, attr, _ in patches]
-    cuda_sync = cuda.synchronize
+    # the names the course's code calls, bound in numba.cuda when it was imported
+    public = {"synchronize": api, "to_device": devicearray, "default_stream": api,
+              "legacy_default_stream": api}
+    saved_public = {name: getattr(cuda, name) for name in public}
     _active = rec
     for obj, attr, new in patches:
         setattr(obj, attr, new)
-    cuda.synchronize = api.synchronize  # the name the course's code calls
+    for name, home in public.items():
+        setattr(cuda, name, getattr(home, name))
     try:
         yield rec
     finally:
         for obj, attr, old in saved:
             setattr(obj, attr, old)
-        cuda.synchronize = cuda_sync
+        for name, value in saved_public.items():
+            setattr(cuda, name, value)
         _active = None

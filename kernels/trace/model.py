@@ -34,6 +34,9 @@ class Access:
     epoch: int  # barriers this thread has passed in this launch
     locks: frozenset  # addresses of the locks this thread holds
     site: tuple  # (code, bytecode offset, k): the k-th time this thread ran this access
+    grid_epoch: int = 0  # grid barriers this thread has passed
+    counter: int = 0  # releases this thread has made (kernels.trace.order)
+    clock: object = None  # what the thread knew had happened before (order.Clock)
 
     @property
     def warp(self):
@@ -66,6 +69,7 @@ class Launch:
     accesses: list = dataclasses.field(default_factory=list)
     lock_events: list = dataclasses.field(default_factory=list)  # (seq, Access, "take"/"release")
     clock: dict = dataclasses.field(default_factory=dict)  # stream clock when it ran
+    cooperative: bool = False  # it calls grid.sync(): all blocks ran live
 
     def of(self, array, kinds=("read", "write", "atomic")):
         """The accesses to `array` of the given kinds, in recorded order. An argument

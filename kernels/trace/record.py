@@ -29,7 +29,9 @@ from numba.cuda.simulator import kernel
 from numba.cuda.simulator.cudadrv import devicearray
 from numba.np import numpy_support
 
+from kernels.trace import blocks
 from kernels.trace.model import Access, Launch, Operation, TraceError, TraceTooLarge
+from kernels.trace.order import Sync
 
 MAX_THREADS = 4096  # per launch: each simulated thread is an OS thread
 MAX_ACCESSES = 400_000  # per recording: beyond this the pictures say nothing more
@@ -70,6 +72,7 @@ class Recorder:
         self._stream_objs = []  # keeps them alive so their ids stay theirs
         self._clocks = {0: {}}
         self._host = {}  # what the host has waited for
+        self.sync = Sync()  # this launch's barriers and atomics (kernels.trace.order)
 
     # ---------------------------------------------------------------- streams
     # Each stream keeps a vector clock (stream -> operations of that stream it has
@@ -77,7 +80,7 @@ class Recorder:
 
     def _stream(self, s):
         """The number of stream object `s`: 0 for the legacy default stream."""
-        if s is None or isinstance(s, int):
+        if s is None or isinstance(s, int) or getattr(s, "_trace_legacy_default", False):
             return 0
         if id(s) not in self._streams:
             self._streams[id(s)] = len(self._streams) + 1
@@ -180,13 +183,15 @@ class Recorder:
         k = counts.get(key, 0)
         counts[key] = k + 1
         shared = region.space == "shared"
+        clock, counter, grid_epoch, epoch = Sync.state(thread)
         access = Access(
             next(self._seq), _dim3(thread.blockIdx), _dim3(thread.threadIdx),
             thread.thread_id, region.space, region.name, index,
             address - region.start if shared else address,
             address - (region.start if shared else region.root),
-            region.dtype.itemsize, kind, op, getattr(thread, "_epoch", 0),
-            frozenset(getattr(thread, "_locks", ())), (key[0], key[1], k))
+            region.dtype.itemsize, kind, op, epoch,
+            frozenset(getattr(thread, "_locks", ())), (key[0], key[1], k),
+            grid_epoch, counter, clock)
         with self._lock:
             self.count += 1
             self.last[thread.ident] = access
@@ -235,11 +240,16 @@ class Recorder:
                 if same is None:
                     self._add_region(region)
             wrapped.append(arg)
+        cooperative = blocks.uses_grid_sync(fn)
         self._launch = Launch(len(self.launches), fn.__name__, tuple(grid), tuple(block),
-                              self._stream(stream), arrays)
+                              self._stream(stream), arrays, cooperative=cooperative)
         self.launches.append(self._launch)
+        self.sync = Sync()
         try:
-            original(dispatcher, *wrapped)
+            if cooperative:  # every block live: grid.sync() is a barrier across blocks
+                blocks.run_all_blocks(dispatcher, wrapped, Sync.grid_passed)
+            else:
+                original(dispatcher, *wrapped)
         except AttributeError as err:
             if "FakeCUDAModule" in str(err):
                 raise TraceError(f"{fn.__name__} uses something the simulator lacks "
@@ -252,21 +262,25 @@ class Recorder:
         self._launch.clock = op.clock
 
     def shared_array(self, original, shared, shape, dtype, alignment, frame):
-        if shape == 0 or alignment is not None:  # dynamic memory, or refused
-            ary = original(shared, shape, dtype, alignment)
-        else:
-            # As the simulator does: one allocation per source line of the kernel.
-            if isinstance(dtype, types.Type):
-                dtype = numpy_support.as_dtype(dtype)
-            line = frame.f_code.co_filename, frame.f_lineno
-            ary = shared._allocations.setdefault(line, np.empty(shape, dtype))
         line = frame.f_code.co_filename, frame.f_lineno
         text = _source_line(*line)
         name = text.split("=")[0].strip() if "=" in text else f"shared@{line[1]}"
-        if name not in self._launch.arrays:
-            self._add_region(_Region(name, "shared", ary))
-            self._launch.arrays[name] = {"space": "shared", "shape": ary.shape,
-                                         "dtype": ary.dtype}
+        with self._lock:  # the array and its region appear together to other threads
+            if shape == 0 or alignment is not None:  # dynamic memory, or refused
+                ary = original(shared, shape, dtype, alignment)
+                new = self._find(ary.__array_interface__["data"][0]) is None
+            else:
+                # One allocation per source line of the kernel, as the simulator
+                # makes, and per block: a cooperative launch runs its blocks together.
+                if isinstance(dtype, types.Type):
+                    dtype = numpy_support.as_dtype(dtype)
+                key = (*line, _dim3(threading.current_thread().blockIdx))
+                new = key not in shared._allocations
+                ary = shared._allocations.setdefault(key, np.empty(shape, dtype))
+            if new:
+                self._add_region(_Region(name, "shared", ary))
+            self._launch.arrays.setdefault(name, {"space": "shared", "shape": ary.shape,
+                                                  "dtype": ary.dtype})
         return devicearray.FakeWithinKernelCUDAArray(devicearray.FakeCUDAArray(ary))
 
 

@@ -2,7 +2,10 @@
 
 Numba reads NUMBA_ENABLE_CUDASIM once, when numba.cuda is first imported, so a
 process that chose the GPU cannot switch to the simulator. The trace then runs in a
-fresh Python started with NUMBA_ENABLE_CUDASIM=1, and comes back pickled. A kernel
+fresh Python started with NUMBA_ENABLE_CUDASIM=1 as ``python -m kernels.trace`` (a
+module of the package: never the caller's main module, which multiprocessing's spawn
+would import again, running a script or a notebook's code a second time), and comes
+back pickled. A kernel
 cannot be pickled itself: it travels by module and name, or, if it was defined in a
 notebook or script (module __main__, which the child cannot import), as its source
 and the plain values its code names.
@@ -12,9 +15,11 @@ import ast
 import importlib
 import inspect
 import linecache
-import multiprocessing
 import os
 import pickle
+import subprocess
+import sys
+import tempfile
 import textwrap
 import types
 
@@ -25,35 +30,69 @@ def in_simulator_process(fn, args, kwargs):
     """fn(*args, **kwargs) traced in a fresh Python with the simulator on: its Trace."""
     print("kernels.trace: this machine runs kernels on a GPU; tracing on the Numba CUDA "
           "simulator in a separate process", flush=True)
-    context = multiprocessing.get_context("spawn")
-    saved = os.environ.get("NUMBA_ENABLE_CUDASIM")
-    os.environ["NUMBA_ENABLE_CUDASIM"] = "1"  # the child reads it when it imports kernels
-    try:
-        with context.Pool(1) as pool:
-            return pool.apply(_child, (fn, args, kwargs))
-    finally:
-        if saved is None:
-            os.environ.pop("NUMBA_ENABLE_CUDASIM")
-        else:
-            os.environ["NUMBA_ENABLE_CUDASIM"] = saved
+    env = dict(os.environ, NUMBA_ENABLE_CUDASIM="1",
+               # the child imports what this process could: kernels, the caller's modules
+               PYTHONPATH=os.pathsep.join(p or os.getcwd() for p in sys.path))
+    with tempfile.TemporaryDirectory(prefix="kernels-trace-") as folder:
+        job, result = os.path.join(folder, "job.pickle"), os.path.join(folder, "trace.pickle")
+        try:
+            with open(job, "wb") as f:
+                pickle.dump((fn, args, kwargs), f)
+        except (pickle.PicklingError, AttributeError, TypeError) as err:
+            raise TraceError(f"the call cannot travel to the simulator process ({err}): "
+                             "pass module-level functions and NumPy arrays") from None
+        proc = subprocess.run([sys.executable, "-m", "kernels.trace", job, result], env=env,
+                              capture_output=True, text=True)
+        if proc.returncode != 0 or not os.path.exists(result):
+            raise TraceError("the simulator process failed: "
+                             + (proc.stderr.strip().splitlines() or ["no message"])[-1])
+        with open(result, "rb") as f:
+            status, value = pickle.load(f)
+    if status == "error":
+        raise value
+    return value
 
 
-def _child(fn, args, kwargs):
+def child(job, result):
+    """In the simulator process: run the pickled call in `job`, write (status, value)."""
     from kernels.trace import _record
 
-    return _record(fn, args, kwargs)
+    with open(job, "rb") as f:
+        fn, args, kwargs = pickle.load(f)
+    try:
+        outcome = ("ok", _record(fn, args, kwargs))
+    except Exception as err:  # raised again in the caller's process
+        outcome = ("error", err if _picklable(err) else TraceError(f"{type(err).__name__}: "
+                                                                   f"{err}"))
+    with open(result, "wb") as f:
+        pickle.dump(outcome, f)
 
 
-def portable(kernel):
-    """A picklable stand-in for `kernel` that the child turns back into a kernel."""
-    fn = kernel.py_func
-    if fn.__module__ != "__main__":
+def _picklable(value):
+    try:
+        pickle.loads(pickle.dumps(value))
+        return True
+    except Exception:
+        return False
+
+
+def portable(obj):
+    """A picklable stand-in for a kernel or function `obj` that the child turns back
+    into it: by module and name where the child can import the module, else as its
+    source (a notebook's or a script's code)."""
+    fn = getattr(obj, "py_func", obj)
+    if _importable(fn.__module__):
         return Named(fn.__module__, fn.__qualname__)
-    return Source(kernel)
+    return Source(obj)
+
+
+def _importable(module):
+    """True if a fresh Python can import `module`: not __main__, not made in memory."""
+    return module != "__main__" and getattr(sys.modules.get(module), "__file__", None)
 
 
 class Named:
-    """A module-level kernel, by module and name."""
+    """A module-level kernel or function, by module and name."""
 
     def __init__(self, module, name):
         self.module, self.name = module, name
@@ -64,13 +103,17 @@ class Named:
     def __getitem__(self, configuration):
         return self.resolve()[configuration]
 
+    def __call__(self, *args, **kwargs):
+        return self.resolve()(*args, **kwargs)
+
 
 class Source:
-    """A kernel (or device function) defined in __main__: its source, and the modules,
-    numbers and other kernels its code names, rebuilt in the child."""
+    """A kernel, device function or function defined in __main__ (or in a module made
+    in memory): its source, and the modules, numbers, kernels and functions its code
+    names, rebuilt in the child."""
 
-    def __init__(self, dispatcher):
-        fn = dispatcher.py_func
+    def __init__(self, obj):
+        fn = getattr(obj, "py_func", obj)
         self.name = fn.__name__
         try:
             self.source = textwrap.dedent(inspect.getsource(fn))
@@ -97,6 +140,9 @@ class Source:
     def __getitem__(self, configuration):
         return self.resolve()[configuration]
 
+    def __call__(self, *args, **kwargs):
+        return self.resolve()(*args, **kwargs)
+
 
 def _names(code):
     """Every global name `code` and the functions nested in it refer to."""
@@ -117,8 +163,10 @@ def _decorator_names(source):
 def _value(name, value):
     if isinstance(value, types.ModuleType):
         return "module", value.__name__
-    if hasattr(value, "py_func"):  # another kernel or device function
-        return "kernel", portable(value)
+    if hasattr(value, "py_func") or (isinstance(value, types.FunctionType)
+                                     and value.__name__ != "<lambda>"
+                                     and not _importable(value.__module__)):
+        return "kernel", portable(value)  # another kernel, device function or function
     if getattr(value, "__module__", None) != "__main__":
         try:
             pickle.dumps(value)  # numbers, tuples, NumPy and Numba types, module functions

@@ -1,0 +1,121 @@
+"""Happens-before between the accesses of one launch: vector clocks, kept small.
+
+Each simulated thread carries a Clock: what it knows to have happened before its
+next access. Three kinds of entries keep it small where a plain vector clock would
+hold one number per thread of the grid:
+
+* ``grid``: grid barriers passed; every access made before the g-th grid.sync()
+  happens before an access whose clock has grid > g (all blocks, all threads);
+* ``blocks``: block -> block barriers known; every access of that block made before
+  its e-th cuda.syncthreads() happens before one whose clock has blocks[block] > e;
+* ``threads``: (block, tid) -> counter; an access that thread made while its counter
+  was c happens before one whose clock has threads[(block, tid)] >= c. A thread's
+  counter steps at each release, so what it does after the release is not covered.
+
+What orders accesses (the synchronisation the tracer understands):
+
+* a block barrier joins the clocks of the block's threads;
+* a grid barrier (all blocks live, kernels.trace.blocks) joins everything;
+* an atomic is a release on its address when the thread called cuda.threadfence()
+  since its last atomic, or when it releases a lock (exch(m, i, 0)); every atomic
+  acquires what earlier releases on its address published. Locks taken with
+  compare-and-swap and released with exch are such atomics on the lock's word.
+
+Acquire and release follow the order in which the simulator ran the atomics (the
+ticket a thread drew, the lock it found free): a property of this run, as on a GPU.
+"""
+
+import dataclasses
+import threading
+
+
+@dataclasses.dataclass(frozen=True)
+class Clock:
+    grid: int = 0
+    blocks: dict = dataclasses.field(default_factory=dict)
+    threads: dict = dataclasses.field(default_factory=dict)
+
+
+EMPTY = Clock()
+
+
+def join(*clocks):
+    """The least clock that knows everything each of `clocks` knows."""
+    grid = max(c.grid for c in clocks)
+    blocks, threads = {}, {}
+    for c in clocks:
+        for k, v in c.blocks.items():
+            if v > blocks.get(k, 0):
+                blocks[k] = v
+        for k, v in c.threads.items():
+            if v > threads.get(k, -1):
+                threads[k] = v
+    return Clock(grid, blocks, threads)
+
+
+def happens_before(a, b):
+    """True if access `a` is known to happen before access `b` (of another thread)."""
+    c = b.clock
+    return (c.grid > a.grid_epoch or c.blocks.get(a.block, 0) > a.epoch
+            or c.threads.get((a.block, a.tid), -1) >= a.counter)
+
+
+def ordered(a, b):
+    return happens_before(a, b) or happens_before(b, a)
+
+
+class Sync:
+    """The synchronisation state of one launch: barriers met and atomics' releases."""
+
+    def __init__(self):
+        self._lock = threading.RLock()
+        self._barriers = {}  # (block, barrier number) -> join of the arrivals' clocks
+        self._released = {}  # address -> join of the clocks released on it
+
+    @staticmethod
+    def state(thread):
+        """(clock, counter, grid barriers, block barriers) of a simulated thread."""
+        return (getattr(thread, "_clock", EMPTY), getattr(thread, "_counter", 0),
+                getattr(thread, "_grid_epoch", 0), getattr(thread, "_epoch", 0))
+
+    def arrive(self, thread):
+        """Before a block barrier: add this thread's clock to the barrier's join."""
+        block = (thread.blockIdx.x, thread.blockIdx.y, thread.blockIdx.z)
+        key = (block, getattr(thread, "_epoch", 0))
+        with self._lock:
+            self._barriers[key] = join(self._barriers.get(key, EMPTY),
+                                       getattr(thread, "_clock", EMPTY))
+
+    def leave(self, thread):
+        """After a block barrier (all arrived): the join, and this barrier passed."""
+        block = (thread.blockIdx.x, thread.blockIdx.y, thread.blockIdx.z)
+        epoch = getattr(thread, "_epoch", 0)
+        joined = self._barriers[(block, epoch)]
+        thread._epoch = epoch + 1
+        thread._clock = Clock(joined.grid, {**joined.blocks, block: epoch + 1},
+                              joined.threads)
+
+    @staticmethod
+    def grid_passed(thread):
+        """After a grid barrier: everything before it, in every block, is known."""
+        thread._grid_epoch = getattr(thread, "_grid_epoch", 0) + 1
+        thread._clock = Clock(thread._grid_epoch)
+
+    def atomic(self, thread, address, release, run):
+        """Run the atomic `run()` on `address` with its acquire and, if `release`, its
+        release, in one step as the atomic itself: returns what run() returns."""
+        with self._lock:
+            old = run()
+            clock = getattr(thread, "_clock", EMPTY)
+            if address in self._released:
+                clock = join(clock, self._released[address])
+            if release:
+                block = (thread.blockIdx.x, thread.blockIdx.y, thread.blockIdx.z)
+                counter = getattr(thread, "_counter", 0)
+                mine = Clock(clock.grid, clock.blocks,
+                             {**clock.threads, (block, thread.thread_id): counter})
+                self._released[address] = join(self._released.get(address, EMPTY), mine)
+                thread._counter = counter + 1
+            thread._clock = clock
+            thread._fenced = False
+            return old

@@ -1,0 +1,152 @@
+"""kernels.trace.order and kernels.trace.blocks: what orders accesses, and cooperative
+launches with every block live."""
+
+import numpy as np
+import pytest
+from numba import cuda
+
+import kernels
+from kernels import cooperative, trace
+
+pytestmark = pytest.mark.skipif(not kernels.SIMULATOR, reason="traces on the simulator")
+
+
+@cuda.jit
+def last_block_kernel(x, partials, ticket, out, fenced):
+    # Each block writes its partial; the block that draws the last ticket adds them.
+    if cuda.threadIdx.x == 0:
+        partials[cuda.blockIdx.x] = x[cuda.blockIdx.x]
+        if fenced:
+            cuda.threadfence()
+        if cuda.atomic.add(ticket, 0, 1) == cuda.gridDim.x - 1:
+            total = 0
+            for b in range(cuda.gridDim.x):
+                total += partials[b]
+            out[0] = total
+
+
+@cuda.jit
+def rotate_block_barrier_kernel(m):
+    grid = cuda.cg.this_grid()  # cooperative, but the barrier below is the block's
+    start = cuda.grid(1)
+    for row in range(1, m.shape[0]):
+        for col in range(start, m.shape[1], cuda.gridsize(1)):
+            m[row, col] = m[row - 1, (col + 1) % m.shape[1]]
+        cuda.syncthreads()
+    if start < 0:
+        grid.sync()
+
+
+@cuda.jit
+def early_return_kernel(x):
+    grid = cuda.cg.this_grid()
+    if cuda.grid(1) >= x.size:
+        return  # these threads never reach grid.sync()
+    x[cuda.grid(1)] += 1
+    grid.sync()
+
+
+@cuda.jit
+def wide_shared_kernel(x, out):
+    tile = cuda.shared.array(32, np.float64)  # 8-byte words: 64 banks' worth per warp
+    t = cuda.threadIdx.x
+    tile[t] = x[t]
+    cuda.syncthreads()
+    out[t] = tile[t]
+
+
+def test_a_fenced_atomic_orders_the_last_blocks_reads(rng):
+    x = rng.integers(0, 9, 4).astype(np.int64)
+    for fenced, expect_race in ((1, False), (0, True)):
+        out, ticket = np.zeros(1, np.int64), np.zeros(1, np.int32)
+        t = trace.launch(last_block_kernel, (4, 2), x, np.zeros(4, np.int64), ticket, out,
+                         fenced)
+        assert out[0] == x.sum()
+        found = trace.races(t)
+        assert bool(found) == expect_race
+        if found:
+            assert {r.array for r in found} == {"partials"}
+            assert "from different blocks, with no atomic and no lock" in found[0].why
+
+
+def test_grid_sync_is_a_barrier_across_live_blocks(rng):
+    m = np.zeros((4, 50), np.int32)
+    m[0] = rng.integers(0, 100, 50)
+    expected = cooperative.rows_reference(m.copy())
+    t = trace.launch(cooperative.rows_grid_sync_kernel, (3, 8), m)
+    assert t.launch().cooperative and t.launch().grid == (3, 1, 1)
+    np.testing.assert_array_equal(m, expected)
+    assert trace.races(t) == []
+    assert {a.block[0] for a in t.launch().accesses} == {0, 1, 2}
+
+
+def test_a_block_barrier_in_a_cooperative_kernel_leaves_cross_block_races(rng):
+    m = np.zeros((4, 50), np.int32)
+    m[0] = rng.integers(0, 100, 50)
+    found = trace.races(trace.launch(rotate_block_barrier_kernel, (3, 8), m))
+    assert found and all(r.first.block != r.second.block for r in found)
+    assert all("no grid barrier (grid.sync())" in r.why for r in found)
+
+
+def test_a_grid_barrier_some_threads_skip_is_named():
+    with pytest.raises(trace.TraceError, match=r"only 10 of the 16 threads reached grid.sync"):
+        trace.launch(early_return_kernel, (2, 8), np.zeros(10, np.int32))
+
+
+def test_eight_byte_shared_words_are_two_passes_without_a_conflict(rng):
+    x = rng.random(32)
+    t = trace.launch(wide_shared_kernel, (1, 32), x, np.zeros(32))
+    count = trace.bank_conflicts(t, "tile")
+    assert count.worst.units == 2 and count.describe().endswith(
+        "take 2 passes through the banks per warp access, the fewest their words allow: "
+        "no bank conflicts")
+
+
+def _shared_buffers_with_to_device(a, out, chunks):
+    """The chunked add with one set of buffers for every stream, copied in with
+    cuda.to_device(..., stream=s): the form the chapter teaches first."""
+    from kernels.gridstride import vector_add_gridstride_kernel
+
+    size = -(-a.size // chunks)
+    d_out = cuda.device_array(size, a.dtype)
+    for lo in range(0, a.size, size):
+        s = cuda.stream()
+        hi = min(lo + size, a.size)
+        d_a = cuda.to_device(a[lo:hi], stream=s)
+        vector_add_gridstride_kernel[1, 32, s](d_a, d_a, d_out[:hi - lo])
+        d_out[:hi - lo].copy_to_host(out[lo:hi], stream=s)
+    cuda.synchronize()
+    return out
+
+
+def _default_stream_event(a, out):
+    """Work on stream s after an event recorded on the legacy default stream."""
+    from kernels.gridstride import vector_add_gridstride_kernel
+
+    d_a = cuda.device_array_like(a)
+    d_a.copy_to_device(a, stream=cuda.default_stream())
+    ready = cuda.event()
+    ready.record(cuda.default_stream())
+    s = cuda.stream()
+    ready.wait(s)
+    d_out = cuda.device_array_like(a)
+    vector_add_gridstride_kernel[1, 32, s](d_a, d_a, d_out)
+    d_out.copy_to_host(out, stream=s)
+    s.synchronize()
+    return out
+
+
+def test_to_device_on_a_stream_is_a_copy_on_that_stream(rng):
+    a = rng.integers(-9, 9, 50).astype(np.int32)
+    t = trace.run(_shared_buffers_with_to_device, a, np.zeros(50, np.int32), 3)
+    assert sum(op.what == "copy in" for op in t.operations) >= 3
+    found = trace.stream_races(t)
+    assert found and all(r.first.stream != r.second.stream for r in found)
+    assert "nothing orders the two streams" in found[0].describe()
+
+
+def test_an_event_on_the_legacy_default_stream_orders_what_waits_for_it(rng):
+    a = rng.integers(-9, 9, 50).astype(np.int32)
+    t = trace.run(_default_stream_event, a, np.zeros(50, np.int32))
+    assert [op.stream for op in t.operations if op.what == "copy in"][-1] == 0
+    assert trace.stream_races(t) == []
