@@ -341,6 +341,141 @@ def test_streams_shrink_above_the_bound_and_a_handful_of_chunks_suffice():
     assert compare.verdict(fastest, pipe.get("copy in and out at once, whole")) != "slower"
 
 
+# ---------------------------------------------------------------- gridstride.md
+
+
+def test_gridstride_one_per_element_is_as_fast_as_anything():
+    """gridstride.md: "for a plain vector add it is as fast as anything (see the timings
+    below)"; "memory, not arithmetic, sets its speed, and both kernels reach the same
+    bandwidth"; summary: "both kernels run at most of the device's copy bandwidth"."""
+    vec = rec("gridstride.vector_add")
+    one = vec.get("vector_add_one_per_element")
+    for r in vec.rows():
+        assert compare.verdict(one, r) != "slower", r["name"]
+    for name in ("vector_add_one_per_element", "vector_add_gridstride"):
+        assert vec.get(name)["gbps"] > 0.75 * vec.limits["copy_gbps"]
+    assert compare.verdict(vec.get("vector_add_gridstride"), one) == "as fast"
+
+
+def test_gridstride_bandwidth_levels_off_once_each_sm_is_full():
+    """gridstride.md: "With one block per SM ... bandwidth is low. It rises as blocks are
+    added, and levels off once each SM is full (8 blocks of 256 threads = 2,048 threads
+    per SM); more blocks after that change little"."""
+    sweep = rec("gridstride.blocks_sweep")
+    rows = sorted(sweep.rows(kind="kernel"), key=lambda r: r["blocks_per_sm"])
+    best = min(rows, key=med)
+    assert compare.ratio(best, rows[0]) > 2
+    times = [med(r) for r in rows if r["blocks_per_sm"] < 8]
+    assert times == sorted(times, reverse=True)
+    for r in rows:
+        if r["blocks_per_sm"] >= 8:
+            assert compare.verdict(r, best) == "as fast", r["blocks_per_sm"]
+
+
+def test_gridstride_2d_loop_is_slower_than_the_flat_one():
+    """gridstride.md: "The 2D loop is ... slower than the same addition done on the
+    flattened arrays ... For an element-wise operation on contiguous arrays, flatten and
+    use the 1D loop"."""
+    mat = rec("gridstride.matrix_add_2d")
+    assert compare.verdict(mat.get("matrix_add_gridstride_2d"),
+                           mat.get("vector_add_gridstride (flattened)")) == "slower"
+
+
+# --------------------------------------------------------------------- mutex.md
+
+
+def _gpu_max_spins():
+    """mutex.MAX_SPINS as a GPU run sets it (this process may run on the simulator)."""
+    import ast
+    import inspect
+    from kernels import mutex
+    for node in ast.walk(ast.parse(inspect.getsource(mutex))):
+        if isinstance(node, ast.Assign) and getattr(node.targets[0], "id", "") == "MAX_SPINS":
+            return eval(compile(ast.Expression(node.value.orelse), "MAX_SPINS", "eval"),
+                        {"__builtins__": {}})
+    raise AssertionError("mutex.MAX_SPINS not found")
+
+
+def test_mutex_spin_bound_covers_the_longest_recorded_queue():
+    """mutex.md: "An honest wait is far shorter: ... on the H100 of the recordings that
+    whole queue takes ... ms"; kernels/mutex.py: "On the H100 that whole queue takes about
+    a quarter of a second ..., less than 2**22 tries of 0.2 us"."""
+    cont = rec("mutex.contention")
+    longest = max(med(r) for r in cont.rows(name="dot_mutex"))
+    assert longest * 1e-3 < _gpu_max_spins() * 0.2e-6
+
+
+def test_mutex_lock_cost_grows_with_holders_and_an_atomic_is_cheaper():
+    """mutex.md: "With one block per SM a lock costs about ... ns per holder ... With ...
+    blocks it costs ... ns per holder, because the waiting threads hammer the same
+    address ... An atomic add needs no round trip"."""
+    cost = rec("mutex.lock_cost")
+    sms = cost.entry["params"]["sm_count"]
+    one, many = (cost.get("add_one_mutex", blocks=k * sms)["ns_per_block"] for k in (1, 64))
+    assert many > 2 * one
+    assert cost.get("add_one_atomic", blocks=64 * sms)["ns_per_block"] < one / 10
+
+
+def test_mutex_float_atomic_beats_the_lock_and_cupy():
+    """mutex.md summary: "For sums, a float atomic per block is faster than a lock and than
+    `cupy.dot`"."""
+    dot = rec("mutex.dot")
+    atomic = dot.get("dot_atomic")
+    assert compare.verdict(atomic, dot.get("dot_mutex")) == "faster"
+    assert compare.verdict(atomic, dot.get("cupy.dot")) == "faster"
+
+
+def test_mutex_contention_curves():
+    """mutex.md: "`dot_atomic` stays near its best ... up to thousands of blocks"; "(The
+    left end of both curves is slow for another reason: 32 blocks of 256 threads are too
+    few to keep the memory busy.)"; kernels/benchmarks/mutex.py: the mutex is fastest with
+    about one block per SM and slower with every block beyond; dot_atomic is within about
+    1 us from 4 to 32 blocks per SM."""
+    cont = rec("mutex.contention")
+    sms = cont.entry["params"]["sm_count"]
+    atomic = {r["blocks"]: r for r in cont.rows(name="dot_atomic")}
+    mutex = {r["blocks"]: r for r in cont.rows(name="dot_mutex")}
+    best = min(atomic.values(), key=med)
+    assert med(atomic[32 * sms]) < 1.1 * med(best)
+    assert compare.verdict(atomic[min(atomic)], best) == "slower"
+    assert compare.verdict(mutex[min(mutex)], min(mutex.values(), key=med)) == "slower"
+    assert min(mutex.values(), key=med)["blocks"] <= sms
+    beyond = [med(mutex[b]) for b in sorted(mutex) if b >= sms]
+    assert beyond == sorted(beyond)
+    span = [med(atomic[k * sms]) for k in (4, 8, 32)]
+    assert (max(span) - min(span)) * 1e3 < 1.5
+
+
+# --------------------------------------------------------------------- intro.md
+
+
+def test_intro_lists_every_page_of_the_book_in_toc_order():
+    """intro.md: the chapter table ("chapter rows: one per chapter, in _toc.yml order")
+    names every page of the table of contents, setup and instructors included."""
+    import pathlib
+    import re
+    root = pathlib.Path(__file__).resolve().parents[1]
+    toc = re.findall(r"- file: book/(\S+)", (root / "_toc.yml").read_text())
+    intro = (root / "book" / "intro.md").read_text()
+    rows = re.findall(r"^\| \{doc\}`([^`]+)` \|", intro, flags=re.M)
+    assert rows == toc
+
+
+def test_intro_matmul_row_quotes_the_recorded_share_of_cublas():
+    """intro.md: "from a naive matmul to N% of cuBLAS at n = 4096": N is the best version's
+    share of cuBLAS at the largest size of the recorded ladder."""
+    import pathlib
+    import re
+    intro = (pathlib.Path(__file__).resolve().parents[1] / "book" / "intro.md").read_text()
+    said = re.search(r"(\d+)% of cuBLAS at \*n\* = (\d+)", intro)
+    assert said, "the matmul row no longer quotes a share of cuBLAS at a size"
+    pct, n = int(said.group(1)), int(said.group(2))
+    ladder = rec("matmul.ladder")
+    assert n == max(r["n"] for r in ladder.rows(kind="kernel"))
+    best = max(r["pct_cublas"] for r in ladder.rows(kind="kernel", n=n))
+    assert abs(pct - best) < 1.5, f"intro says {pct}%, the recording {best:.1f}%"
+
+
 # -------------------------------------------------------------------- matmul.md
 # (the bounds in its prose come from kernels.matmul_bounds for the recording's GPU;
 # tests/test_matmul_bounds.py renders them for a T4, an A100 and the H100)

@@ -13,9 +13,10 @@ DOTS = (m.thread_dot, m.block_sum, m.dot_partial, m.dot_partial_kernel, m.BlockP
         m.dot_mutex, m.dot_mutex_kernel, m.dot_atomic, m.dot_atomic_kernel)
 # (blocks, threads) of each version in the comparison, the best of a sweep on an H200
 # that is not among the book's recordings (all within 2 us of each other, but for the
-# mutex). The H100's mutex.contention recording (256 threads per block) agrees: the
-# mutex is fastest with the fewest blocks, as each waits its turn for the lock, and
-# dot_atomic is within about 1 us from 4 to 32 blocks per SM.
+# mutex). The H100's mutex.contention recording (256 threads per block) is in line with
+# it: the mutex is fastest with few blocks (about one per SM), each block waiting its
+# turn for the lock, and slower with every block beyond; dot_atomic is within about
+# 1 us from 4 to 32 blocks per SM (tests/test_claims.py checks both).
 def _dot_launch(name, sms):
     return {"dot_mutex": (32, 1024)}.get(name, (8 * sms, 256))
 
