@@ -81,8 +81,15 @@ def test_one_per_element_with_too_small_a_grid_misses_the_tail(rng):
     cov = trace.coverage(t, "out")
     np.testing.assert_array_equal(cov.thread[:8], np.arange(8))
     assert cov.missed == [(i,) for i in range(8, 20)]
-    assert cov.describe().startswith("12 elements of out were never written (8, 9, 10, 11 "
-                                     "and 8 more)")
+    assert cov.describe() == "12 elements of out were never written: 8-19"
+
+
+def test_missed_elements_are_named_as_runs_and_a_count():
+    from kernels.trace.analyses import _some
+    assert _some([(i,) for i in (1, 2, 3, 4, 7, 9, 10, 12, 14, 15, 16)]) == \
+        "1-4, 7, 9, 10, 12 and 3 more"
+    assert _some([(0, 1), (0, 2), (1, 0), (2, 2), (3, 3), (4, 4)]) == \
+        "(0, 1), (0, 2), (1, 0), (2, 2) and 2 more"
 
 
 def test_2d_gridstride_coverage(rng):

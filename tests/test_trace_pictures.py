@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 
 import kernels
-from kernels import atomics, gridstride, trace
-from kernels.trace import figures, pictures
+from kernels import atomics, gridstride, plots, reduction, trace
+from kernels.trace import analyses, figures, pictures
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
@@ -43,13 +43,56 @@ def test_coverage_picture_colours_by_block_and_greys_missed_elements(rng):
                                                      "–"]
 
 
-def test_timeline_joins_the_racing_pair():
+def test_timeline_joins_every_racing_pair_of_threads():
     t = trace.run(atomics.increment_racy, np.zeros(1, np.int64))
     fig = pictures.timeline_figure([(t, "counts", 0)], threads=4)
     ax = fig.axes[0]
-    assert len(ax.lines) == 1  # the red line between the racing pair
-    assert "race:" in ax.get_title(loc="left")
+    arcs = [c for c in ax.texts if getattr(c, "arrow_patch", None) is not None]
+    assert len(arcs) == 6  # every pair of the 4 threads reads and writes unordered
+    assert "race: every one of the 6 pairs of these 4 threads" in ax.get_title(loc="left")
     assert len(ax.get_yticklabels()) == 4
+    # no barrier in this kernel: no epoch marks, and the key does not explain them
+    assert not [c for c in ax.texts if c.get_text().startswith("e")]
+    assert "barriers" not in ax.get_xlabel()
+
+
+def test_timeline_marks_epochs_where_the_kernel_has_barriers(rng):
+    x = rng.integers(-100, 100, 45).astype(np.int32)
+    t = trace.run(reduction.sum_shared_tree, x, blocks=1)
+    fig = pictures.timeline_figure([(t, "partials", 1, "sum_shared_tree_kernel")])
+    ax = fig.axes[0]
+    assert {c.get_text() for c in ax.texts} >= {"e0", "e1"}
+    assert "no race" in ax.get_title(loc="left") and "barriers" in ax.get_xlabel()
+    assert not [c for c in ax.texts if getattr(c, "arrow_patch", None) is not None]
+
+
+def test_racing_pairs_one_per_pair_of_threads():
+    t = trace.run(atomics.increment_racy, np.zeros(1, np.int64))
+    accesses = t.launch().of("counts")
+    pairs = pictures.racing_pairs(accesses)
+    threads = {(a.block, a.thread) for a in accesses}
+    assert len(pairs) == len(threads) * (len(threads) - 1) // 2
+    assert all(a.seq < b.seq and analyses.conflict(a, b) for a, b in pairs)
+    atomic = trace.run(atomics.increment_atomic, np.zeros(1, np.int64))
+    assert pictures.racing_pairs(atomic.launch().of("counts")) == []
+
+
+def test_sector_panels_each_span_the_bytes_their_access_touches(rng):
+    a = rng.random((32, 32), dtype=np.float32)
+    counts = [trace.sectors(trace.run(gridstride.matrix_add_gridstride_2d, a, a,
+                                      blocks=(1, 1), threads=shape), "a")
+              for shape in ((32, 1), (1, 32))]
+    fig = pictures.sectors_figure(counts)
+    row, column = (ax.get_xlim() for ax in fig.axes)
+    assert row[0] < 0 and 128 < row[1] < 140  # 4 sectors, not a speck on 4,000 bytes
+    assert column[1] > 3968
+
+
+def test_every_traced_figure_is_drawn_for_the_column():
+    t = trace.run(atomics.increment_racy, np.zeros(1, np.int64))
+    fig = pictures.timeline_figure([(t, "counts", 0)], threads=3)
+    assert isinstance(fig, plots.CourseFigure) and fig.get_figwidth() == plots.WIDTH_IN
+    assert plots.smallest_text_pt(fig) >= plots.MIN_PT
     with pytest.raises(ValueError, match="no thread of increment_racy_kernel touched"):
         pictures.timeline_figure([(t, "counts", 5)])
 

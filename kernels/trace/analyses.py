@@ -57,10 +57,8 @@ class Coverage:
             return f"every element of {self.array} was written by exactly one thread"
         parts = []
         if missed:
-            shown = ", ".join(_index(ix) for ix in missed[:4])
-            more = f" and {len(missed) - 4} more" if len(missed) > 4 else ""
-            parts.append(f"{len(missed)} elements of {self.array} were never written "
-                         f"({shown}{more})")
+            parts.append(f"{len(missed)} elements of {self.array} were never written: "
+                         + _some(missed))
         if repeated:
             ix = repeated[0]
             parts.append(f"{len(repeated)} elements were written by more than one thread "
@@ -70,6 +68,25 @@ class Coverage:
 
 def _index(ix):
     return ", ".join(str(i) for i in ix)
+
+
+def _some(indices, shown=4):
+    """The first `shown` of sorted `indices`, runs of 1D indices as ranges ("8-11"), and
+    how many more there are: "8-11, 16 and 3 more"."""
+    if all(len(ix) == 1 for ix in indices):
+        runs = []
+        for (i,) in indices:
+            if runs and runs[-1][1] == i - 1:
+                runs[-1][1] = i
+            else:
+                runs.append([i, i])
+        items = [(f"{a}-{b}" if b > a + 1 else f"{a}, {b}" if b > a else f"{a}", b - a + 1)
+                 for a, b in runs]
+    else:
+        items = [(f"({_index(ix)})", 1) for ix in indices]
+    text = ", ".join(t for t, _ in items[:shown])
+    rest = sum(n for _, n in items[shown:])
+    return text + (f" and {rest} more" if rest else "")
 
 
 def coverage(trace, array, kernel=None, kinds=("write",)):
@@ -346,13 +363,20 @@ def _first_race(accesses):
         return None
     for w in writes:
         for o in accesses:
-            if o.tid == w.tid and o.block == w.block:
-                continue
-            if w.kind == "atomic" and o.kind == "atomic":
-                continue
-            if not _ordered(w, o):
+            if conflict(w, o):
                 return w, o
     return None
+
+
+def conflict(a, b):
+    """Whether accesses `a` and `b` to one element race: made by different threads, at
+    least one writing, not both atomic, and nothing orders them (a barrier, a lock both
+    hold, a chain of barriers and atomics)."""
+    if a.tid == b.tid and a.block == b.block:
+        return False
+    if "read" == a.kind == b.kind or "atomic" == a.kind == b.kind:
+        return False
+    return not _ordered(a, b)
 
 
 # ------------------------------------------------------------- stream races

@@ -39,7 +39,7 @@ def gridstride_coverage_2d():
     cov = analyses.coverage(t, "out")
     return pictures.coverage_figure([cov], [
         "matrix_add_gridstride_2d(blocks=(2, 2), threads=(3, 2)) on a 5 x 9 matrix: "
-        + cov.describe()], width=7)
+        + cov.describe()])
 
 
 def gridstride_sectors():
@@ -65,7 +65,7 @@ def atomics_race():
     return pictures.timeline_figure([(racy, "counts", 0), (atomic, "counts", 0)],
                                     ["increment_racy: counts[0] = counts[0] + 1",
                                      "increment_atomic: cuda.atomic.add(counts, 0, 1)"],
-                                    threads=6)
+                                    threads=4)
 
 
 def reduction_tree():

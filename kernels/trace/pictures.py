@@ -1,4 +1,5 @@
-"""Pictures of traces. Each function returns a matplotlib Figure.
+"""Pictures of traces. Each function returns a matplotlib Figure drawn at the book's
+column width by kernels.plots.
 
 coverage_figure  element -> thread map, coloured by block
 sectors_figure   one warp's accesses over memory, with the 32-byte sectors touched
@@ -14,44 +15,56 @@ import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.patches import Patch, Rectangle
 
+from kernels import plots
 from kernels.trace import analyses
 from kernels.trace.model import dim3_text
 
 GREY = (0.9, 0.9, 0.9)
 RED = "#d62728"
 KIND_MARKER = {"read": "o", "write": "s", "atomic": "^"}
+SMALL = plots.MIN_PT  # text inside cells and on markers
 
 
 def _block_colors(n):
     return plt.cm.tab10(np.arange(max(n, 1)) % 10)
 
 
-def coverage_figure(coverages, titles=None, mark=None, mark_label="marked", width=9):
+def _wrap(text, columns=1):
+    """`text` in lines that fit one of `columns` side-by-side panels at 10 pt (a panel
+    with tick labels on its left is about 66 characters wide)."""
+    return "\n".join("\n".join(textwrap.wrap(line, 66 // columns))
+                     for line in text.split("\n"))
+
+
+def coverage_figure(coverages, titles=None, mark=None, mark_label="marked"):
     """One panel per Coverage: each element's cell is coloured by the block of the
     thread that wrote it and shows that thread's index (cuda.grid); grey cells were
     never written; red-edged ones were written by more than one thread, or are in
     `mark` (one list of indices per panel)."""
     titles = titles or [f"{c.kernel}: {c.array}" for c in coverages]
     heights = [c.thread.reshape(-1, c.thread.shape[-1]).shape[0] for c in coverages]
-    fig, axes = plt.subplots(len(coverages), 1, squeeze=False,
-                             figsize=(width, sum(0.45 * h + 0.6 for h in heights) + 0.5),
-                             gridspec_kw={"height_ratios": [h + 1 for h in heights]})
     blocks = max(int(c.block.max()) + 1 for c in coverages)
     colors = _block_colors(blocks)
-    for k, (cov, ax, title) in enumerate(zip(coverages, axes[:, 0], titles)):
-        _coverage_panel(ax, cov, colors, set(mark[k]) if mark else set())
-        ax.set_title(_wrap(title, int(width * 12)), fontsize=9, loc="left")
-    two_d = coverages[-1].thread.ndim == 2
-    axes[-1, 0].set_xlabel(("column" if two_d else "element index") + " (each cell: "
-                           "cuda.grid() of the thread that wrote it)", fontsize=8)
     handles = [Patch(color=colors[b], label=f"block {b}") for b in range(blocks)]
     handles.append(Patch(facecolor=GREY, label="never written"))
     if any(mark or []) or any(c.repeated for c in coverages):
         handles.append(Patch(facecolor="white", edgecolor=RED, linewidth=2,
                              label=mark_label if mark else "written by several threads"))
-    fig.legend(handles=handles, fontsize=7, ncol=min(len(handles), 8), loc="lower center",
-               frameon=False, handlelength=1)
-    fig.tight_layout(rect=(0, 0.07 if len(handles) <= 8 else 0.12, 1, 1))
+    ncol = min(len(handles), 5)
+    title_lines = sum(_wrap(t).count("\n") + 1 for t in titles)
+    fig, axes = plots.figure(
+        sum(0.3 * h + 0.45 for h in heights) + 0.2 * title_lines + 0.3
+        + 0.25 * -(-len(handles) // ncol),
+        len(coverages), 1, squeeze=False,
+        gridspec_kw={"height_ratios": [h + 1.5 for h in heights]})
+    for k, (cov, ax, title) in enumerate(zip(coverages, axes[:, 0], titles)):
+        _coverage_panel(ax, cov, colors, set(mark[k]) if mark else set())
+        ax.set_title(_wrap(title), loc="left")
+    two_d = coverages[-1].thread.ndim == 2
+    axes[-1, 0].set_xlabel(("column" if two_d else "element index") + " (each cell: "
+                           "cuda.grid() of the thread that wrote it)")
+    fig.legend(handles=handles, ncol=ncol, loc="outside lower center", frameon=False,
+               handlelength=1)
     return fig
 
 
@@ -61,6 +74,7 @@ def _coverage_panel(ax, cov, colors, marked):
     writers = cov.writers.reshape(owner.shape)
     labels = cov.labels.reshape(owner.shape)
     rows, cols = owner.shape
+    upright = cols > 24  # a cell under 0.27 in wide: longer labels are turned to fit
     for r in range(rows):
         for c in range(cols):
             written = owner[r, c] >= 0
@@ -69,31 +83,30 @@ def _coverage_panel(ax, cov, colors, marked):
             ax.add_patch(Rectangle((c, rows - 1 - r), 1, 1,
                                    facecolor=colors[block[r, c]] if written else GREY,
                                    edgecolor=edge, linewidth=2 if edge == RED else 1))
-            ax.text(c + 0.5, rows - 0.5 - r, labels[r, c] if written else "–",
-                    ha="center", va="center", fontsize=6 if cols > 24 else 8,
+            label = str(labels[r, c]) if written else "–"
+            ax.text(c + 0.5, rows - 0.5 - r, label, ha="center", va="center",
+                    fontsize=SMALL, rotation=90 if upright and len(label) > 1 else 0,
                     color="white" if written else "black")
     ax.set_xlim(0, cols)
     ax.set_ylim(0, rows)
-    step = 1 if cols <= 25 else 5
-    ax.set_xticks(np.arange(0, cols, step) + 0.5, [str(c) for c in range(0, cols, step)],
-                  fontsize=7)
+    step = 1 if cols <= 20 else 5
+    ax.set_xticks(np.arange(0, cols, step) + 0.5, [str(c) for c in range(0, cols, step)])
     ax.set_yticks(np.arange(rows) + 0.5, [str(r) for r in range(rows)][::-1]
-                  if cov.thread.ndim == 2 else [""] * rows, fontsize=7)
+                  if cov.thread.ndim == 2 else [""] * rows)
     if cov.thread.ndim == 2:
-        ax.set_ylabel("row", fontsize=8)
+        ax.set_ylabel("row")
     ax.tick_params(length=0)
     for spine in ax.spines.values():
         spine.set_visible(False)
 
 
-def sectors_figure(counts, titles=None, which=0, width=9):
+def sectors_figure(counts, titles=None, which=0):
     """One panel per SectorCount: the `which`-th warp access, its lanes over memory
-    (byte offset in the allocation) and the 32-byte sectors they touch, shaded."""
+    (byte offset in the allocation) and the 32-byte sectors they touch, shaded. Each
+    panel spans only the bytes its access touches, so a compact access is not a speck
+    on a scattered one's axis: compare the sector counts, not the widths."""
     titles = titles or [c.describe() for c in counts]
-    fig, axes = plt.subplots(len(counts), 1, squeeze=False,
-                             figsize=(width, 1.6 * len(counts) + 0.4))
-    span = max((max(a.sector_base for a in c.warp_accesses[which].accesses)
-                // analyses.SECTOR + 1) * analyses.SECTOR + 16 for c in counts)
+    fig, axes = plots.figure(1.5 * len(counts) + 0.5, len(counts), 1, squeeze=False)
     for count, ax, title in zip(counts, axes[:, 0], titles):
         warp = count.warp_accesses[which]
         touched = sorted({a.sector_base // analyses.SECTOR for a in warp.accesses})
@@ -103,28 +116,29 @@ def sectors_figure(counts, titles=None, which=0, width=9):
         offsets = [a.sector_base for a in warp.accesses]
         ax.scatter(offsets, [0.5] * len(offsets), c=[a.lane for a in warp.accesses],
                    cmap="viridis", s=14, zorder=3)
-        ax.set_xlim(-4, max(span, 4 * analyses.SECTOR))
+        low, high = touched[0] * analyses.SECTOR, (touched[-1] + 1) * analyses.SECTOR
+        pad = max(0.02 * (high - low), 2)
+        ax.set_xlim(low - pad, high + pad)
         ax.set_ylim(0, 1)
         ax.set_yticks([])
         ax.set_title(_wrap(f"{title}: this warp access touches {warp.units} sectors "
-                           f"(fewest possible: {warp.ideal})", int(width * 12)),
-                     fontsize=9, loc="left")
+                           f"(fewest possible: {warp.ideal}); bytes {low:,} to {high:,}"),
+                     loc="left")
     axes[-1, 0].set_xlabel("byte offset in the array (dots: lanes 0-31, dark to light; "
-                           "shaded: 32-byte sectors moved)", fontsize=8)
-    fig.tight_layout()
+                           "shaded: 32-byte sectors moved)")
     return fig
 
 
-def banks_figure(counts, titles=None, which=None, width=9):
+def banks_figure(counts, titles=None, which=None):
     """One column of panels per BankCount: the shared tile around the cells one warp
     access touches (each cell labelled with its bank), and the words asked of each
     bank. `which` picks the warp access (default: the worst)."""
     titles = titles or [c.describe() for c in counts]
-    fig, axes = plt.subplots(2, len(counts), squeeze=False, figsize=(width, 4.6),
-                             gridspec_kw={"height_ratios": [3, 1.4]})
+    fig, axes = plots.figure(5.6, 2, len(counts), squeeze=False,
+                             gridspec_kw={"height_ratios": [3, 1.2]})
     for k, (count, title) in enumerate(zip(counts, titles)):
         warp = count.worst if which is None else count.warp_accesses[which]
-        _tile_panel(axes[0, k], count, warp, _wrap(title, int(width * 12 / len(counts))))
+        _tile_panel(axes[0, k], count, warp, _wrap(title, len(counts)))
         per_bank = {}
         for a in warp.accesses:
             for w in analyses.words(a, count.row_length):
@@ -132,13 +146,13 @@ def banks_figure(counts, titles=None, which=None, width=9):
         heights = [len(per_bank.get(b, ())) for b in range(analyses.BANKS)]
         axes[1, k].bar(range(analyses.BANKS), heights,
                        color=[RED if h > 1 else "#2b8a3e" for h in heights])
-        axes[1, k].set_xlabel("bank", fontsize=8)
-        axes[1, k].set_ylabel("distinct words", fontsize=8)
-        axes[1, k].set_xticks(range(0, 32, 4))
-        axes[1, k].tick_params(labelsize=7)
+        axes[1, k].set_xlabel("bank")
+        axes[1, k].set_ylabel("words asked")
+        axes[1, k].set_xticks(range(0, 32, 8))
         axes[1, k].set_ylim(0, max(heights) + 0.5)
         axes[1, k].yaxis.get_major_locator().set_params(integer=True)
-    fig.tight_layout()
+    fig.suptitle("cells: the bank of each word of the tile; blue: touched by this warp "
+                 "access", fontsize=SMALL, x=0.02, ha="left")
     return fig
 
 
@@ -157,39 +171,36 @@ def _tile_panel(ax, count, warp, title):
             hit = (r, c) in lanes
             ax.add_patch(Rectangle((c, r1 - 1 - r), 1, 1, facecolor="#a5d8ff" if hit else
                                    "white", edgecolor="#adb5bd", linewidth=0.5))
-            ax.text(c + 0.5, r1 - 0.5 - r, str(bank), ha="center", va="center", fontsize=6,
-                    color="black" if hit else "#868e96")
+            ax.text(c + 0.5, r1 - 0.5 - r, str(bank), ha="center", va="center",
+                    fontsize=SMALL, color="black" if hit else "#868e96")
     ax.set_xlim(c0, c1)
     ax.set_ylim(0, r1 - r0)
-    ax.set_xticks(np.arange(c0, c1) + 0.5, [str(c) if (c - c0) % 2 == 0 else ""
-                                             for c in range(c0, c1)], fontsize=6)
-    ax.set_yticks(np.arange(r1 - r0) + 0.5, [str(r) for r in range(r0, r1)][::-1],
-                  fontsize=6)
+    ax.set_xticks(np.arange(c0, c1) + 0.5, [str(c) for c in range(c0, c1)])
+    ax.set_yticks(np.arange(r1 - r0) + 0.5, [str(r) for r in range(r0, r1)][::-1])
     ax.tick_params(length=0)
-    ax.set_title(title, fontsize=8, loc="left")
-    ax.set_xlabel("column (cells: bank number; blue: touched by this warp access)",
-                  fontsize=7)
-    ax.set_ylabel("row", fontsize=7)
+    ax.set_title(title, loc="left")
+    ax.set_xlabel("column")
+    ax.set_ylabel("row")
 
 
-def timeline_figure(panels, titles=None, threads=8, width=9):
+def timeline_figure(panels, titles=None, threads=8):
     """One panel per (trace, array, index[, kernel]): every access to array[index] in
     one launch, one row per thread (at most `threads`), in the order the simulator ran
-    them; each marked with the thread's barrier epoch, and the first race on that
-    element (if any) joined in red."""
+    them; every pair of those threads that races on the element is joined in red, and
+    where the kernel has barriers each access is marked with its thread's epoch."""
     rows = []
     for panel in panels:
         trace, array, index, *kernel = panel
         rows.append(_timeline_rows(trace, array, index, kernel[0] if kernel else None,
                                    threads))
-    fig, axes = plt.subplots(len(panels), 1, squeeze=False, figsize=(
-        width, sum(0.4 * len(r[1]) + 1.2 for r in rows) + 0.4))
+    fig, axes = plots.figure(sum(0.3 * len(r[1]) + 1.25 for r in rows) + 0.55, len(panels), 1,
+                             squeeze=False)
+    epochs = False
     for k, (ax, row) in enumerate(zip(axes[:, 0], rows)):
-        _timeline_panel(ax, *row, title=titles[k] if titles else None)
+        epochs |= _timeline_panel(ax, *row, title=titles[k] if titles else None)
     axes[-1, 0].set_xlabel("order in which the simulator ran them (one possible order of "
-                           "many)\n● read   ■ write   ▲ atomic   eN: the thread had passed "
-                           "N barriers", fontsize=8)
-    fig.tight_layout()
+                           "many)\n● read   ■ write   ▲ atomic"
+                           + ("   eN: the thread had passed N barriers" if epochs else ""))
     return fig
 
 
@@ -208,40 +219,63 @@ def _timeline_rows(trace, array, index, kernel, threads):
             who.append((a.block, a.thread))
     who = who[:threads]
     shown = [a for a in accesses if (a.block, a.thread) in who]
-    return launch, who, shown, race, array, index
+    barriers = any(a.epoch for a in launch.accesses)
+    return launch, who, shown, race, array, index, barriers
 
 
-def _timeline_panel(ax, launch, who, shown, race, array, index, title):
+def racing_pairs(accesses):
+    """For each pair of threads that race among `accesses` (to one element), the
+    first of their accesses that race, in the order they ran."""
+    pairs = {}
+    ordered = sorted(accesses, key=lambda a: a.seq)
+    for i, a in enumerate(ordered):
+        for b in ordered[i + 1:]:
+            key = frozenset([(a.block, a.thread), (b.block, b.thread)])
+            if key not in pairs and analyses.conflict(a, b):
+                pairs[key] = (a, b)
+    return list(pairs.values())
+
+
+def _timeline_panel(ax, launch, who, shown, race, array, index, barriers, title):
+    """Draws one panel; returns whether it marked the barrier epochs."""
     order = {a.seq: x for x, a in enumerate(shown)}
     for a in shown:
         y = who.index((a.block, a.thread))
         ax.scatter(order[a.seq], y, marker=KIND_MARKER[a.kind], s=50, zorder=3,
                    color="#1c7ed6" if a.kind == "read" else "#e8590c")
-        ax.annotate(f"e{a.epoch}", (order[a.seq], y), textcoords="offset points",
-                    xytext=(0, 7), ha="center", fontsize=6, color="#495057")
-    if race:
-        ax.plot([order[race.first.seq], order[race.second.seq]],
-                [who.index((race.first.block, race.first.thread)),
-                 who.index((race.second.block, race.second.thread))],
-                color=RED, linewidth=2, zorder=2)
+        if barriers:
+            ax.annotate(f"e{a.epoch}", (order[a.seq], y), textcoords="offset points",
+                        xytext=(0, 6), ha="center", fontsize=SMALL, color="#495057")
+    pairs = racing_pairs(shown)
+    for a, b in pairs:  # arcs, so that pairs that share an access stay apart
+        ax.annotate("", (order[b.seq], who.index((b.block, b.thread))),
+                    (order[a.seq], who.index((a.block, a.thread))),
+                    arrowprops={"arrowstyle": "-", "color": RED, "lw": 1.2, "alpha": 0.7,
+                                "shrinkA": 4, "shrinkB": 4,
+                                "connectionstyle": "arc3,rad=0.25"}, zorder=2)
     ax.set_yticks(range(len(who)),
-                  [f"block {dim3_text(b)} thread {dim3_text(t)}" for b, t in who], fontsize=7)
-    ax.set_ylim(len(who) - 0.4, -0.8)
+                  [f"block {dim3_text(b)} thread {dim3_text(t)}" for b, t in who])
+    ax.set_ylim(len(who) - 0.5, -0.5 - 0.4 * barriers)
     ax.set_xlim(-0.7, len(shown) - 0.3)
+    ax.set_xticks([])
     idx = ", ".join(str(i) for i in index)
-    verdict = (f"race: {race.describe()}" if race else
-               "no race: any two conflicting accesses are both atomic, or ordered by a "
-               "barrier or a lock")
+    n, possible = len(who), len(who) * (len(who) - 1) // 2
+    if race:
+        if possible == 1:
+            verdict = f"race: {race.describe()} (red line)"
+        else:
+            some = "every one" if len(pairs) == possible else f"{len(pairs)}"
+            verdict = (f"race: {some} of the {possible} pairs of these {n} threads (red "
+                       f"lines), e.g. {race.describe()}")
+    else:
+        verdict = ("no race: any two conflicting accesses are both atomic, or ordered by a "
+                   "barrier or a lock")
     head = title or f"{launch.kernel}: accesses to {array}[{idx}]"
-    ax.set_title(f"{head}\n{_wrap(verdict, 110)}", fontsize=8, loc="left")
+    ax.set_title(_wrap(f"{head}\n{verdict}"), loc="left")
+    return barriers
 
 
-def _wrap(text, width):
-    """`text` in lines of at most `width` characters (titles must fit the figure)."""
-    return "\n".join(textwrap.wrap(text, width))
-
-
-def locks_figure(trace, guarded, kernel=None, width=9):
+def locks_figure(trace, guarded, kernel=None):
     """Who held the lock, in the simulator's order: a bar per holder from take to
     release, with its accesses to the `guarded` array inside."""
     launch = trace.launch(kernel)
@@ -254,7 +288,7 @@ def locks_figure(trace, guarded, kernel=None, width=9):
             held.append([access, None])
         else:
             held[-1][1] = access
-    fig, ax = plt.subplots(figsize=(width, 0.35 * len(held) + 1.4))
+    fig, ax = plots.figure(0.3 * len(held) + 1.9)
     rank = {a.seq: x for x, a in enumerate(sorted(launch.accesses, key=lambda a: a.seq))}
     colors = _block_colors(len(held))
     for y, (take, release) in enumerate(held):
@@ -265,30 +299,28 @@ def locks_figure(trace, guarded, kernel=None, width=9):
                   a.block == take.block]
         ax.scatter([rank[a.seq] for a in inside], [y] * len(inside),
                    c=[colors[y]] * len(inside), s=30, zorder=3)
-    ax.set_yticks(range(len(held)), [a.who() for a, _ in held], fontsize=7)
+    ax.set_yticks(range(len(held)), [a.who() for a, _ in held])
     ax.invert_yaxis()
     ax.set_xlabel(f"accesses recorded so far (bars: lock held; dots: its reads and writes "
-                  f"of {guarded})", fontsize=8)
+                  f"of {guarded})")
     found = [r for r in analyses.races(trace, launch.kernel) if r.array == guarded]
     verdict = (f"{len(found)} races on {guarded}" if found else
                f"no race on {guarded}: every access is made under the lock")
-    ax.set_title(f"{launch.kernel}: one holder at a time, in the simulator's order (on a "
-                 f"GPU the queue forms in arrival order)\n{verdict}", fontsize=8, loc="left")
-    fig.tight_layout()
+    ax.set_title(_wrap(f"{launch.kernel}: one holder at a time, in the simulator's order "
+                       f"(on a GPU the queue forms in arrival order)\n{verdict}"), loc="left")
     return fig
 
 
-def streams_figure(traces, titles=None, width=9):
+def streams_figure(traces, titles=None):
     """One panel per trace: its copies and kernels, one row per stream, in issue
     order; every pair that races (stream_races) is joined by a red line."""
     heights = [len({op.stream for op in t.operations}) for t in traces]
-    fig, axes = plt.subplots(len(traces), 1, squeeze=False,
-                             figsize=(width, sum(0.45 * h + 0.9 for h in heights) + 0.4))
+    fig, axes = plots.figure(sum(0.35 * h + 1.05 for h in heights) + 0.5, len(traces), 1,
+                             squeeze=False)
     for k, (trace, ax) in enumerate(zip(traces, axes[:, 0])):
         _streams_panel(ax, trace, titles[k] if titles else None)
     axes[-1, 0].set_xlabel("operations in the order the host issued them (in: copy to the "
-                           "device, K: kernel, out: copy back)", fontsize=8)
-    fig.tight_layout()
+                           "device, K: kernel, out: copy back)")
     return fig
 
 
@@ -304,7 +336,7 @@ def _streams_panel(ax, trace, title):
                                facecolor=colors.get(kind, "#ffd8a8"), edgecolor="#495057",
                                linewidth=0.5))
         ax.text(x_of[op.seq] + 0.45, y, {"copy in": "in", "copy out": "out"}.get(kind, "K"),
-                ha="center", va="center", fontsize=7)
+                ha="center", va="center", fontsize=SMALL)
     found = analyses.stream_races(trace)
     for race in found:
         ax.plot([x_of[race.first.seq] + 0.45, x_of[race.second.seq] + 0.45],
@@ -312,9 +344,10 @@ def _streams_panel(ax, trace, title):
                 color=RED, linewidth=0.6, alpha=0.4)
     ax.set_xlim(-0.2, len(ops))
     ax.set_ylim(len(streams) - 0.4, -0.6)
+    ax.set_xticks([])
     ax.set_yticks(range(len(streams)), [f"stream {s}" if s else "default stream"
-                                        for s in streams], fontsize=7)
+                                        for s in streams])
     verdict = (f"{len(found)} pairs of operations on different streams use the same device "
                "memory with nothing ordering them (red)" if found else
                "no two operations that use the same device memory are left unordered")
-    ax.set_title(f"{title}\n{verdict}" if title else verdict, fontsize=8, loc="left")
+    ax.set_title(_wrap(f"{title}\n{verdict}" if title else verdict), loc="left")
