@@ -4,6 +4,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 CHROMEDRIVER := /usr/bin/chromedriver
+BWRAP        := /usr/bin/bwrap
 
 .PHONY: book test bench publish lock clean
 
@@ -19,7 +20,7 @@ book: $(STAMP)  ## build the HTML book, every chapter executed (simulator withou
 	@echo "The book is at file://$(CURDIR)/_build/html/index.html"
 
 # Both cores: tests that share an expensive fixture stay on one worker (conftest.py).
-test: $(STAMP) $(CHROMEDRIVER)  ## the test suite (what .ci/run runs)
+test: $(STAMP) $(CHROMEDRIVER) $(BWRAP)  ## the test suite (what .ci/run runs)
 	$(PY) -m pytest -n auto --dist loadgroup
 
 # Debian's Chromium and its ChromeDriver run the browser tests of the built site
@@ -28,6 +29,13 @@ $(CHROMEDRIVER):
 	$(if $(filter 0,$(shell id -u)),,sudo) apt-get update -qq
 	$(if $(filter 0,$(shell id -u)),,sudo) env DEBIAN_FRONTEND=noninteractive \
 	  apt-get install -y -qq --no-install-recommends chromium chromium-driver fonts-liberation
+
+# Debian's bubblewrap: the OS sandbox that `python -m kernels grade` runs each
+# submission in (kernels/grading/sandbox.py; tests/test_grading_sandbox.py).
+$(BWRAP):
+	$(if $(filter 0,$(shell id -u)),,sudo) apt-get update -qq
+	$(if $(filter 0,$(shell id -u)),,sudo) env DEBIAN_FRONTEND=noninteractive \
+	  apt-get install -y -qq --no-install-recommends bubblewrap
 
 bench: $(STAMP)  ## run every benchmark on a GPU and record it under book/_data/bench/
 	$(PY) -m kernels bench

@@ -134,3 +134,90 @@ CASES = {
     "host-only-after-rewrite": (notebook([HOST_SAXPY], "gridstride"), 0,
                                 ["no kernel of yours was launched"]),
 }
+
+
+# Notebooks that try to get out of the OS sandbox (tests/test_grading_sandbox.py). Each
+# attempt is a cell that raises when the attempt fails, so the feedback notes it; the
+# test checks on the host that none of them succeeded. `targets` names what they aim
+# at: other (another submission), out (the out folder), secret (a file in the grader's
+# home), answers (the checkout's kernels/solutions), port (a port the test listens on),
+# marker (the name the detached process takes) and sleep (seconds it waits).
+TARGETS = ("other", "out", "secret", "answers", "port", "marker", "sleep")
+DETACHED = '''\
+import ctypes
+import os
+import time
+
+if os.fork() == 0:  # double fork and a new session: no longer the worker's child
+    try:
+        os.setsid()
+        if os.fork() == 0:
+            ctypes.CDLL(None).prctl(15, b"{marker}")  # PR_SET_NAME, for the test to find
+            time.sleep({sleep})
+            for path in ("{out}/grades.csv", "{out}/feedback/detached.md"):
+                with open(path, "w") as f:
+                    f.write("detached,6 of 6")
+    finally:
+        os._exit(0)
+os.wait()
+'''
+
+SNOOPS = ['open("{other}").read()  # another submission',
+          'import os\n\nos.listdir("{out}")  # the out folder',
+          'open("{secret}").read()  # the grader\'s home',
+          'import os\n\nos.listdir("{answers}")  # the answer key of the checkout']
+
+CONNECTIONS = ['import socket\n\nsocket.create_connection(("127.0.0.1", {port}), timeout=5)',
+               'import socket\n\nsocket.create_connection(("1.1.1.1", 443), timeout=5)']
+
+WRITES = ['with open("{out}/grades.csv", "w") as f:\n    f.write("forged")',
+          'import sys\n\nopen(sys.prefix + "/hostile.txt", "w").write("planted")',
+          'open("/hostile.txt", "w").write("planted")']
+
+FORK_BOMB = '''\
+import os
+import time
+
+while True:
+    if os.fork() == 0:  # every child keeps its place
+        time.sleep(3600)
+        os._exit(0)
+'''
+
+MEMORY = '''\
+hoard = []
+while True:
+    hoard.append(b"x" * (64 << 20))  # touched, not only reserved
+'''
+
+DISK_FLOOD = '''\
+import itertools
+
+for n in itertools.count():
+    with open(f"{folder}/flood{{n}}", "wb") as f:
+        f.write(b"x" * (16 << 20))
+'''
+
+
+def escapes(targets):
+    """name -> (notebook, points, lines each feedback must hold), aimed at `targets`."""
+    t = targets
+    return {
+        "detached": (notebook([DETACHED.format(**t), SAXPY], "gridstride"), 1, []),
+        "snoops": (notebook([s.format(**t) for s in SNOOPS] + [SAXPY], "gridstride"), 1,
+                   [f"FileNotFoundError: [Errno 2] No such file or directory: '{p}'"
+                    for p in (t["other"], t["out"], t["secret"], t["answers"])]),
+        "connects": (notebook([c.format(**t) for c in CONNECTIONS] + [SAXPY], "gridstride"), 1,
+                     ["raised ConnectionRefusedError", "Network is unreachable"]),
+        "writes-outside": (notebook([w.format(**t) for w in WRITES] + [SAXPY], "gridstride"), 1,
+                           [f"No such file or directory: '{t['out']}/grades.csv'",
+                            "Read-only file system: '/hostile.txt'",
+                            "Read-only file system: '"]),
+        "fork-bomb": (notebook([FORK_BOMB], "gridstride"), 0,
+                      ["raised BlockingIOError: [Errno 11] Resource temporarily unavailable"]),
+        "eats-memory": (notebook([MEMORY], "gridstride"), 0, ["raised MemoryError"]),
+        "floods-disk": (notebook([DISK_FLOOD.format(folder="."),
+                                  DISK_FLOOD.format(folder="/dev/shm"), SAXPY], "gridstride"), 1,
+                        [f"code cell {n} (`import itertools`) raised OSError: [Errno 28] No "
+                         "space left on device" for n in (1, 2)]),
+    }

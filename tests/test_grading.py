@@ -28,9 +28,10 @@ KINDS = ("correct", "buggy", "host", "empty")
 HOSTILE_TIMEOUT_S = 30  # the infinite loop and the hung kernel cost a part of this
 
 
-def grade(paths, out, *options, timeout=900):
-    """Run the grader as an instructor would; {submission: row}, feedback, results."""
-    env = dict(os.environ, NUMBA_ENABLE_CUDASIM="1" if kernels.SIMULATOR else "0")
+def grade(paths, out, *options, timeout=900, env=None):
+    """Run the grader as an instructor would (with `env` added to the environment);
+    {submission: row}, feedback."""
+    env = dict(os.environ, NUMBA_ENABLE_CUDASIM="1" if kernels.SIMULATOR else "0", **env or {})
     proc = subprocess.run([sys.executable, "-m", "kernels", "grade", *map(str, paths),
                            "--out", str(out), *options], cwd=ROOT, env=env,
                           capture_output=True, text=True, timeout=timeout)

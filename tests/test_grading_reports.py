@@ -75,6 +75,7 @@ def test_gradescope_autograder_zip_has_the_scripts_and_no_solutions(tmp_path):
             assert z.getinfo(script).external_attr >> 16 & stat.S_IXUSR
         run = z.read("run_autograder").decode()
         assert "--gradescope" in run and "/autograder/results/results.json" in run
+        assert "export KERNELS_ISOLATED_BY=gradescope\n" in run  # no sandbox needed there
         assert "numba-cuda==" in z.read("requirements.txt").decode()
     assert "kernels/checks/core.py" in names and "kernels/grading/worker.py" in names
     assert not [n for n in names if "solutions" in n or n.endswith(".pyc")]
@@ -90,7 +91,8 @@ def test_classroom_workflow_has_one_test_per_exercise(tmp_path):
     assert [t["id"] for t in tests] == [ex.label for ex in registry.by_chapter("reduction")]
     assert sum(t["with"]["max-score"] for t in tests) == 8
     assert all("grade-passed grades/grades.csv" in t["with"]["command"] for t in tests)
-    assert any("python -m kernels grade \"reduction.ipynb\"" in s.get("run", "") for s in steps)
+    grading, = [s for s in steps if "python -m kernels grade \"reduction.ipynb\"" in s.get("run", "")]
+    assert grading["env"]["KERNELS_ISOLATED_BY"] == "github-classroom"  # no sandbox needed
     reporter = steps[-1]
     assert reporter["with"]["runners"] == ",".join(t["id"] for t in tests)
     assert set(reporter["env"]) == {f"{t['id'].upper()}_RESULTS" for t in tests}

@@ -15,7 +15,7 @@ import pathlib
 import zipfile
 
 from kernels.checks import registry
-from kernels.grading import package
+from kernels.grading import package, sandbox
 
 TIMEOUT_S = 1200  # one notebook on the simulator: a chapter runs in a few minutes
 
@@ -33,7 +33,10 @@ RUN_AUTOGRADER = f"""\
 #!/usr/bin/env bash
 # Gradescope runs this for every submission: the notebook(s) the student uploaded are
 # in /autograder/submission. Gradescope has no GPU: the kernels run on the simulator.
+# Gradescope gives every submission a container of its own, so the grader needs no OS
+# sandbox here ({sandbox.ISOLATED_BY}): it uses one only where the container allows it.
 cd /autograder/source
+export {sandbox.ISOLATED_BY}=gradescope
 PYTHONPATH=/autograder/source NUMBA_ENABLE_CUDASIM=1 /autograder/venv/bin/python \\
   -m kernels grade /autograder/submission --out /autograder/grades --gradescope \\
   --jobs 1 --timeout {TIMEOUT_S}
@@ -90,7 +93,9 @@ def classroom(out, chapter, spec, notebook=None):
                       f'"${{{{steps.{ex.label}.outputs.result}}}}"\n' for ex in exercises)
     text = f"""\
 # GitHub Classroom autograding for the {chapter} chapter (python -m kernels grade-setup).
-# Runs on GitHub's CPU runners: the kernels run on the Numba CUDA simulator.
+# Runs on GitHub's CPU runners: the kernels run on the Numba CUDA simulator. Each push
+# gets a fresh runner of its own, so the grader needs no OS sandbox here
+# ({sandbox.ISOLATED_BY}): it uses one only where the runner allows it.
 name: Autograding
 on: [push, repository_dispatch, workflow_dispatch]
 permissions:
@@ -112,6 +117,7 @@ jobs:
       - name: Grade {notebook}
         env:
           NUMBA_ENABLE_CUDASIM: "1"
+          {sandbox.ISOLATED_BY}: github-classroom
         run: python -m kernels grade "{notebook}" --out grades --timeout {TIMEOUT_S}
       - name: Keep the feedback
         if: always()

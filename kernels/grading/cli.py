@@ -1,9 +1,14 @@
 """The grading subcommands of ``python -m kernels``: grade, grade-setup, grade-passed."""
 
+import os
 import pathlib
+import re
 import sys
 
-from kernels.grading import autograders, reports, runner, submissions
+import kernels
+from kernels.grading import autograders, reports, runner, sandbox, submissions
+
+SIZE = re.compile(r"(\d+(?:\.\d+)?)([KMGT]?)i?B?", re.I)
 
 
 def run(args, parser):
@@ -36,6 +41,12 @@ def grade(args, parser):
     if args.timeout < 10:
         parser.error(f"--timeout is the time for one whole notebook, at least 10 s; got "
                      f"{args.timeout:g}")
+    limits = sandbox.Limits(args.max_processes, size(args.max_memory, "--max-memory", parser),
+                            size(args.max_disk, "--max-disk", parser))
+    if limits.processes < 64:
+        parser.error(f"--max-processes must be at least 64 (Python, NumPy and the "
+                     f"simulator start threads), got {limits.processes}")
+    limits = containment(args, limits, parser)
     out = pathlib.Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     try:
@@ -50,7 +61,8 @@ def grade(args, parser):
               f"{f' ({len(o.notes)} notes)' if o.notes else ''}, {o.seconds:.0f} s",
               file=sys.stderr, flush=True)
 
-    outcomes = runner.grade_all(subs, args.jobs, args.timeout, progress)
+    outcomes = runner.grade_all(subs, args.jobs, args.timeout, progress, limits)
+    # Every worker, and every process it started, has ended: only now is the gradebook written.
     reports.write_grades(outcomes, out / "grades.csv")
     reports.write_feedback(outcomes, out / "feedback")
     if args.gradescope:
@@ -58,3 +70,38 @@ def grade(args, parser):
     print(f"graded {len(outcomes)} notebook{'s' if len(outcomes) > 1 else ''}: "
           f"{out / 'grades.csv'}, feedback in {out / 'feedback'}")
     return 0
+
+
+def size(text, option, parser):
+    """Bytes from `text` such as 512M, 4G or 1.5GiB (powers of 1024)."""
+    m = SIZE.fullmatch(text.strip())
+    if not m or float(m[1]) <= 0:
+        parser.error(f"{option}: {text!r} is not a size; give a number of bytes with K, M, G "
+                     "or T, e.g. 4G or 512M")
+    return int(float(m[1]) * 1024 ** " KMGT".index(m[2].upper() or " "))
+
+
+def containment(args, limits, parser):
+    """The sandbox's limits, or None where submissions run without it: said plainly,
+    before grading starts; without a sandbox only when asked, or where a service
+    isolates each submission already (sandbox.ISOLATED_BY)."""
+    if args.unsafe_no_sandbox:
+        print("grading WITHOUT the OS sandbox (--unsafe-no-sandbox): each notebook runs as "
+              "your user and can read and change whatever you can", file=sys.stderr)
+        return None
+    why = sandbox.unavailable(runner.library_paths(), gpu=not kernels.SIMULATOR)
+    if why is None:
+        return limits
+    service = os.environ.get(sandbox.ISOLATED_BY)
+    if service:
+        print(f"the OS sandbox cannot run here: {why}. {service} runs each submission on a "
+              f"machine of its own ({sandbox.ISOLATED_BY}={service}), so grading goes on "
+              "without it", file=sys.stderr)
+        return None
+    parser.error(f"the OS sandbox cannot run here: {why}. Without it, a notebook could read "
+                 "other students' notebooks, rewrite grades.csv and change files in your home "
+                 "folder, so nothing was graded. Install bubblewrap on a Linux machine that "
+                 "allows user namespaces (book/instructors.md, 'The sandbox'), or grade where "
+                 "each submission is isolated (Gradescope, GitHub Classroom), or, knowing the "
+                 "risk, pass --unsafe-no-sandbox")
+

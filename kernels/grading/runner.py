@@ -1,9 +1,13 @@
 """Grade submissions in parallel, each in worker processes of its own, and collect results.
 
-Each submission gets a private temporary folder (its working directory, home and a
-fresh solution-free copy of the package), a clean environment, and a time limit for
-everything it runs; its worker reports over a pipe, and only messages that carry the
-submission's nonce count. Whatever happens in one submission, the others are graded.
+Each worker gets a private temporary folder (a fresh solution-free copy of the package,
+the notebook, and a scratch folder for its home and work), a clean environment, and a
+time limit for everything it runs. With a sandbox (kernels.grading.sandbox) it runs in
+bwrap, sees only those and the Python installation, and the scratch folder is a tmpfs
+inside; without one (--unsafe-no-sandbox) it runs as the grader's user. Its worker
+reports over a pipe, and only messages that carry the submission's nonce count; they are
+used once the worker and everything it started have ended. Whatever happens in one
+submission, the others are graded.
 """
 
 import concurrent.futures
@@ -21,7 +25,7 @@ import time
 
 import kernels
 from kernels.checks import registry
-from kernels.grading import package, submissions
+from kernels.grading import package, sandbox, submissions
 
 NOTEBOOK_SHARE = 0.6  # of the time left, for running the cells; the rest is for checks
 MAX_CHANNEL_BYTES = 8 << 20
@@ -36,7 +40,7 @@ WORKER = ("import json, site, sys; paths = json.loads(sys.argv[2]); "
           "from kernels.grading.worker import main; main()")
 
 
-def _library_paths():
+def library_paths():
     """This interpreter's import folders, less any that holds a `kernels` (a checkout)."""
     return [p for p in sys.path if p and os.path.isdir(p)
             and not os.path.exists(os.path.join(p, "kernels"))]
@@ -69,10 +73,11 @@ class Outcome:
         return sum(ex.points for ex in self.exercises)
 
 
-def _environment(home):
+def _environment(scratch):
     env = {k: os.environ[k] for k in PASSED_ENV if k in os.environ}
-    env.update(HOME=home, TMPDIR=home, MPLBACKEND="Agg", MPLCONFIGDIR=home,
-               NUMBA_CACHE_DIR=home,
+    home = os.path.join(scratch, "home")
+    env.update(HOME=home, TMPDIR=os.path.join(scratch, "tmp"), MPLBACKEND="Agg",
+               MPLCONFIGDIR=home, NUMBA_CACHE_DIR=home,
                NUMBA_ENABLE_CUDASIM="1" if kernels.SIMULATOR else "0")
     return env
 
@@ -95,27 +100,38 @@ def _read_channel(stream, nonce, messages, problems):
         messages.append(message)
 
 
-def run_worker(notebook, labels, seconds, package_files):
-    """Run one worker on `notebook` for `labels` within `seconds`.
+def run_worker(notebook, labels, seconds, package_files, limits=None):
+    """Run one worker on `notebook` for `labels` within `seconds`: in the sandbox with
+    `limits` (sandbox.Limits), or, with None, only in a process of its own.
 
     Returns (messages, problems, how it ended: None if it exited by itself, else the
-    reason it was stopped)."""
+    reason it was stopped), once every process it started has ended."""
     folder = tempfile.mkdtemp(prefix="kernels-grade-")
     try:
-        home, work = os.path.join(folder, "home"), os.path.join(folder, "work")
-        os.makedirs(home)
-        os.makedirs(work)
         path = package.write(package_files, os.path.join(folder, "package"))
-        copy = shutil.copy(notebook, os.path.join(work, "submission.ipynb"))
-        read_end, write_end = os.pipe()
+        copy = shutil.copyfile(notebook, os.path.join(folder, "submission.ipynb"))
         nonce = secrets.token_hex(16)
-        job = {"nonce": nonce, "notebook": copy, "labels": labels, "fd": write_end,
-               "seconds": seconds * NOTEBOOK_SHARE, "check_seconds": max(seconds / 4, 5)}
+        job = {"nonce": nonce, "labels": labels, "seconds": seconds * NOTEBOOK_SHARE,
+               "check_seconds": max(seconds / 4, 5)}
+        if limits is None:
+            scratch = os.path.join(folder, "scratch")
+            os.makedirs(scratch)
+            job.update(notebook=copy, scratch=scratch)
+            argv = _worker_command(path)
+        else:
+            scratch = sandbox.SCRATCH
+            argv, user = sandbox.command(_worker_command(sandbox.PACKAGE), folder,
+                                         library_paths(), limits, gpu=not kernels.SIMULATOR)
+            job.update(notebook=sandbox.NOTEBOOK, scratch=scratch, user=user,
+                       limits={"processes": limits.processes, "memory": limits.memory})
+            if user is not None:
+                sandbox.readable(folder)
+        read_end, write_end = os.pipe()
+        job["fd"] = write_end
         with open(os.path.join(folder, "log"), "wb") as log:
-            proc = subprocess.Popen([sys.executable, "-I", "-c", WORKER, str(path),
-                                     json.dumps(_library_paths())],
-                                    stdin=subprocess.PIPE, stdout=log, stderr=log, cwd=work,
-                                    env=_environment(home), pass_fds=(write_end,),
+            proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=log, stderr=log,
+                                    cwd=folder if limits else scratch,
+                                    env=_environment(scratch), pass_fds=(write_end,),
                                     start_new_session=True)
         os.close(write_end)
         messages, problems = [], []
@@ -133,13 +149,51 @@ def run_worker(notebook, labels, seconds, package_files):
                 proc.wait(timeout=seconds)
             except subprocess.TimeoutExpired:
                 stopped = f"it ran past the time limit of {seconds:.0f} s"
-            _kill_group(proc)
+            if limits is None:
+                _kill_group(proc)
+            else:
+                _kill_sandbox(proc)
             if stopped is None and proc.returncode:
-                stopped = _exit_reason(proc.returncode)
+                stopped = _exit_reason(proc.returncode, limits is not None)
             reader.join(timeout=5)
         return messages, problems, stopped
     finally:
         shutil.rmtree(folder, ignore_errors=True)
+
+
+def _worker_command(package_path):
+    return [sys.executable, "-I", "-c", WORKER, str(package_path), json.dumps(library_paths())]
+
+
+def _kill_sandbox(proc):
+    """End the sandbox: its init (bwrap's child, the PID namespace's first process) takes
+    every process of the namespace with it, and bwrap exits once they are all gone."""
+    if proc.poll() is None:
+        for pid in _children(proc.pid):
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:  # bwrap itself hung: it takes its child along
+            proc.kill()
+    proc.wait()
+
+
+def _children(pid):
+    """The processes whose parent is `pid` (from /proc: the sandbox cannot fake it)."""
+    found = []
+    for entry in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as f:
+                stat = f.read()
+        except OSError:  # it ended meanwhile
+            continue
+        fields = stat[stat.rindex(b")") + 2:].split()  # after the name, which may hold spaces
+        if int(fields[1]) == pid:
+            found.append(int(entry))
+    return found
 
 
 def _kill_group(proc):
@@ -151,13 +205,15 @@ def _kill_group(proc):
     proc.wait()
 
 
-def _exit_reason(code):
+def _exit_reason(code, sandboxed=False):
+    if sandboxed and code > 128:  # bwrap reports a worker killed by a signal as 128 + it
+        code = 128 - code
     if code < 0:
         return f"it was killed by signal {signal.Signals(-code).name}"
     return f"it exited with status {code} before the grader had finished"
 
 
-def grade(submission, package_files, timeout):
+def grade(submission, package_files, timeout, limits=None):
     """Grade one submission within `timeout` seconds in all: an Outcome, never an error."""
     start = time.monotonic()
     outcome = Outcome(submission)
@@ -182,7 +238,7 @@ def grade(submission, package_files, timeout):
                                          f"{timeout:.0f} s for this notebook ran out"))
             break
         messages, problems, stopped = run_worker(submission.path, left, remaining,
-                                                 package_files)
+                                                 package_files, limits)
         events = {}
         for m in messages:
             events.setdefault(m.get("event"), []).append(m)
@@ -221,13 +277,14 @@ def grade(submission, package_files, timeout):
     return outcome
 
 
-def grade_all(subs, jobs=None, timeout=600.0, progress=None):
-    """Outcomes of `subs`, in order, graded `jobs` at a time (default: the cores)."""
+def grade_all(subs, jobs=None, timeout=600.0, progress=None, limits=None):
+    """Outcomes of `subs`, in order, graded `jobs` at a time (default: the cores), each
+    in the sandbox with `limits`, or with None only in processes of their own."""
     files = package.files()  # read once: a notebook that rewrites them changes nothing
 
     def one(sub):
         try:
-            outcome = grade(sub, files, timeout)
+            outcome = grade(sub, files, timeout, limits)
         except Exception as err:  # the grader's own failure (a full disk): the rest go on
             outcome = Outcome(sub, notes=[f"Not graded: the grader failed on this notebook "
                                           f"({type(err).__name__}: {err}); grade it again"])

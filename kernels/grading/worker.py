@@ -1,8 +1,10 @@
 """The process that grades one notebook; kernels.grading.runner starts it.
 
 It reads its job from stdin (one JSON line: the notebook, the exercise labels, the
-time limits, the result pipe's file descriptor and a nonce), then, in this order:
-imports the checkers and fingerprints them (tamper); runs the notebook's cells, with
+time limits, the result pipe's file descriptor, a nonce, its scratch folder, and in the
+sandbox its limits and the user to become), then, in this order: drops to that user and
+sets the limits; copies the notebook into scratch/work, its working folder; imports the
+checkers and fingerprints them (tamper); runs the notebook's cells, with
 checker calls inside them deferred (kernels.checks.core.DEFERRED), because printed
 verdicts are never trusted; then calls each exercise's checker itself on the function
 the exercise names, and sends each result over the pipe as soon as it has one, so a
@@ -15,6 +17,7 @@ and the runner starts a fresh one for the rest.
 import json
 import os
 import resource
+import shutil
 import sys
 
 MAX_FILE_BYTES = 64 << 20  # any file the notebook writes, its output log included
@@ -42,10 +45,29 @@ def _drop_editable_install():
         sys.modules.get(getattr(finder, "__module__", "")), "MAPPING", {})]
 
 
+def _enter(job):
+    """Become the sandbox's user, set its limits, and move into scratch/work with a
+    copy of the notebook; returns the copy's path."""
+    if job.get("user") is not None:  # root in the sandbox: become nobody in particular
+        os.setgroups([])
+        os.setresgid(job["user"], job["user"], job["user"])
+        os.setresuid(job["user"], job["user"], job["user"])  # drops every capability
+    limits = job.get("limits") or {}
+    for name, value in (("NPROC", limits.get("processes")), ("DATA", limits.get("memory"))):
+        if value:
+            limit = getattr(resource, f"RLIMIT_{name}")
+            resource.setrlimit(limit, (value, value))
+    for name in ("home", "tmp", "work"):
+        os.makedirs(os.path.join(job["scratch"], name), exist_ok=True)
+    os.chdir(os.path.join(job["scratch"], "work"))
+    return shutil.copyfile(job["notebook"], "submission.ipynb")
+
+
 def main():
     _drop_editable_install()
     job = json.loads(sys.stdin.readline())
     os.dup2(os.open(os.devnull, os.O_RDONLY), 0)
+    notebook_path = os.path.abspath(_enter(job))
     for stream in (sys.stdout, sys.stderr):  # the log: any text a notebook prints
         stream.reconfigure(encoding="utf-8", errors="replace")
     resource.setrlimit(resource.RLIMIT_FSIZE, (MAX_FILE_BYTES, MAX_FILE_BYTES))
@@ -65,7 +87,7 @@ def main():
     harness.live_or_recorded = harness.recorded  # timing cells show recordings: no benchmarks
     send("start", device=kernels.device()["name"])
     before = tamper.snapshot()
-    notebook = submissions.read(job["notebook"])
+    notebook = submissions.read(notebook_path)
     namespace = {"__name__": "__main__"}
     core.DEFERRED = True
     try:
