@@ -381,6 +381,15 @@ def test_gridstride_2d_loop_is_slower_than_the_flat_one():
                            mat.get("vector_add_gridstride (flattened)")) == "slower"
 
 
+def test_a_numba_launch_costs_tens_of_microseconds_of_host_time():
+    """gridstride.md: "A Numba launch costs tens of µs of host time (the streams chapter
+    measures it), longer than many kernels"; reduction.md: "a Numba launch costs tens of
+    µs of host time"."""
+    launch = rec("streams.host_costs").get("kernel launch")["host_us"]
+    assert 10 <= launch < 100
+    assert launch > 1e3 * med(rec("reduction.sum_int32").get("sum_last_block"))
+
+
 # --------------------------------------------------------------------- mutex.md
 
 
