@@ -15,7 +15,9 @@ import pytest
 from kernels import compare, harness
 
 
+@functools.lru_cache(maxsize=None)
 def rec(key):
+    """The recording the book shows for `key` (read once: the tests only read it)."""
     return harness.recorded(key)
 
 
@@ -109,6 +111,20 @@ def test_reduction_neither_goal_was_reached():
     sums, minmax = rec("reduction.sum_int32"), rec("reduction.minmax_int32")
     assert 1e3 * min(med(r) for r in sums.rows(kind="kernel")) > 16.5
     assert 1e3 * min(med(r) for r in minmax.rows(kind="kernel")) > 17
+
+
+
+def test_reduction_exhibits_wrong_in_every_run_and_at_zero():
+    """reduction.md pitfalls: "A missing `syncthreads` in a shared-memory tree: wrong on the
+    GPU in every run (the exhibit above)"; and the zero-start bug "passes a quick test on
+    data with both signs, and is wrong otherwise"."""
+    ex = rec("reduction.exhibits")
+    broken = ex.get("sum_tree_no_syncthreads")
+    assert broken["wrong"] == broken["runs"]
+    assert ex.get("sum_shared_tree")["wrong"] == 0
+    for data, wrong in (("all positive", True), ("all negative", True), ("mixed signs", False)):
+        assert ex.get("minmax_zero_init", data=data)["wrong"] is wrong, data
+        assert ex.get("minmax_shared_tree", data=data)["wrong"] is False, data
 
 
 # ------------------------------------------------------------------- atomics.md
@@ -235,6 +251,17 @@ def test_histogram_int64_shared_counters_hurt_most_on_the_skewed_text():
     assert slowdown("Shakespeare") > 2 * slowdown("uniform over 128 bins") > 2
 
 
+
+def test_atomics_race_loses_updates_and_the_atomic_none():
+    """atomics.md: "with the atomic it was 160 every time"; "the racy kernel ... lost ...% of
+    the increments" (most of them: "on a GPU most of them", summary)."""
+    race = rec("atomics.race")
+    for r in race.rows(name="increment_atomic"):
+        assert r["min"] == r["max"] == r["increments"]
+    for r in race.rows(name="increment_racy"):
+        assert r["lost_fraction"] > 0.5
+
+
 # ------------------------------------------------------------------- streams.md
 
 
@@ -339,6 +366,17 @@ def test_streams_shrink_above_the_bound_and_a_handful_of_chunks_suffice():
     assert compare.verdict(by_chunks[max(by_chunks)], by_chunks[params["shrink_at"]]) != "faster"
     fastest = min(pipe.rows(memory="pinned"), key=med)
     assert compare.verdict(fastest, pipe.get("copy in and out at once, whole")) != "slower"
+
+
+
+def test_streams_shared_buffers_race_shows_in_some_runs_only():
+    """streams.md: "The count changes from run to run, and some runs, even every run of a
+    chunk count, come out right"."""
+    runs = {r["chunks"]: r["mismatches"] for r in
+            _pipe().rows(name="vector_add_pipelined_shared_buffers")}
+    assert any(len(set(m)) > 1 for m in runs.values())
+    assert any(0 in m for m in runs.values())
+    assert any(max(m) > 0 for m in runs.values())
 
 
 # ---------------------------------------------------------------- gridstride.md
