@@ -379,6 +379,16 @@ def test_streams_shared_buffers_race_shows_in_some_runs_only():
     assert any(max(m) > 0 for m in runs.values())
 
 
+
+def test_streams_both_directions_overlap_each_a_little_slower():
+    """streams.md: "Copying in and out at once, each as one whole copy, takes ... ms: the
+    two directions overlap, though each runs a little slower while the other runs"."""
+    pipe = _pipe()
+    both, into, out = (med(pipe.get(n)) for n in ("copy in and out at once, whole",
+                                                  "copy a and b in, whole", "copy out, whole"))
+    assert max(into, out) < both < 0.9 * (into + out)
+
+
 # ---------------------------------------------------------------- gridstride.md
 
 
