@@ -3,8 +3,10 @@ import pytest
 from kernels import hardware
 
 
-@pytest.mark.parametrize("cc, lanes", [((6, 0), 64), ((7, 0), 64), ((7, 5), 64), ((8, 0), 64),
-                                       ((8, 6), 128), ((8, 9), 128), ((9, 0), 128)])
+@pytest.mark.parametrize("cc, lanes", [((5, 2), 128), ((6, 0), 64), ((6, 1), 128),
+                                       ((7, 0), 64), ((7, 5), 64), ((8, 0), 64),
+                                       ((8, 6), 128), ((8, 9), 128), ((9, 0), 128),
+                                       ((12, 0), 128)])
 def test_fp32_lanes_per_sm_follow_nvidias_table(cc, lanes):
     assert hardware.fp32_lanes_per_sm(cc) == lanes
     assert hardware.fp32_lanes_per_sm(list(cc)) == lanes  # recordings store lists
