@@ -22,9 +22,10 @@ import textwrap
 
 import matplotlib.pyplot as plt
 import matplotlib.ticker
+import matplotlib.transforms
 import numpy as np
 
-from kernels import hardware, harness
+from kernels import hardware, harness, plots
 
 METRICS = {"tflops": "TFLOP/s", "gbps": "GB/s"}  # a benchmark is summarised by the first it has
 DEVICE_LIMITS = {"copy_gbps": "device copy", "h2d_gbps": "host to device",
@@ -281,7 +282,7 @@ def caption(lines):
     stale = [ln.key for ln in lines if ln.result.stale]
     if stale:
         text += "\n" + textwrap.fill(
-            f"STALE (kernels changed since recorded): {', '.join(stale)}", 150)
+            f"STALE (kernels changed since recorded): {', '.join(stale)}", 80)
     return text
 
 
@@ -290,63 +291,57 @@ def _peers_by_priority(ln):
     return sorted((r for r in ln.peers if "time_ms" in r), key=lambda r: (r is not ln.peer, ms(r)))
 
 
-def _name_peers(ax, ln, yy):
-    """Write peers' names under their markers, on one of two levels, none over another;
-    a name that fits on neither level is left out (its marker stays)."""
-    low, high = ax.get_xlim()
-    # decades of the axis per character of a 7 pt name (the axes are about 5.5 in wide)
-    per_char = np.log10(high / low) / 5.5 * 4.2 / 72
-    placed = []  # (log10 x, level, characters)
-    for r in _peers_by_priority(ln):
-        x, n = np.log10(ms(r)), len(r["name"])
-        level = next((lv for lv in (0, 1) if all(
-            abs(x - px) > per_char * (n + pn) / 2 + 0.05 for px, pl, pn in placed if pl == lv)),
-            None)
-        if level is not None:
-            placed.append((x, level, n))
-            ax.annotate(r["name"], (10 ** x, yy), xytext=(0, -13 - 10 * level),
-                        textcoords="offset points", ha="center", fontsize=7,
-                        color="tab:orange" if r is ln.peer else "dimgray")
+def _who(ln):
+    """The row's line of words: its best version and its fastest peer, by how much."""
+    text = f"best: {ln.best['name']}"
+    if ln.peer is not None:
+        text += f"; fastest peer: {ln.peer['name']} takes {ln.speedup:,.1f}x as long"
+    return text
 
 
 def _panel(ax, lines):
     # Times, not GB/s: every marker of a row is the time for the same problem, so
     # further right is slower whatever bytes each one counts. Log scale: a CPU peer
     # and the GPU differ by 100x. Markers, not bars: a bar on a log axis has no start.
-    y = np.arange(len(lines))[::-1]
-    for yy, ln in zip(y, lines):
+    # Names go on a line of their own under each row's markers, where none can cover
+    # another or a marker.
+    for yy, ln in enumerate(lines):
         for r in _peers_by_priority(ln):
             ax.plot(ms(r), yy, "D", ms=7, mec="tab:orange",
                     mfc="tab:orange" if r is ln.peer else "none")
-        ax.plot(ms(ln.best), yy, "o", color="tab:blue", ms=9)
-        ax.annotate(ln.best["name"], (ms(ln.best), yy), xytext=(0, 7),
-                    textcoords="offset points", ha="center", fontsize=7, color="tab:blue")
         if ln.floor is not None:
-            ax.plot(ln.floor.ms, yy, "k|", ms=20, mew=2)
+            ax.plot(ln.floor.ms, yy, "k|", ms=11, mew=2)
+        ax.plot(ms(ln.best), yy, "o", color="tab:blue", ms=8)
+        # from the figure's left edge: the whole width, under the row's name
+        ax.text(0.01, yy + 0.42, textwrap.shorten(_who(ln), 95, placeholder=" ..."),
+                transform=matplotlib.transforms.blended_transform_factory(
+                    ax.figure.transFigure, ax.transData),
+                va="center", color="dimgray", in_layout=False,
+                bbox={"facecolor": "white", "edgecolor": "none", "pad": 0.5})
     handles = [plt.Line2D([], [], ls="none", marker="o", color="tab:blue", label="best version"),
                plt.Line2D([], [], ls="none", marker="D", color="tab:orange", label="fastest peer"),
                plt.Line2D([], [], ls="none", marker="D", mfc="none", mec="tab:orange",
                           label="other peers"),
-               plt.Line2D([], [], ls="none", marker="|", color="k", ms=14, mew=2,
+               plt.Line2D([], [], ls="none", marker="|", color="k", ms=11, mew=2,
                           label="physical floor (measured parts)")]
     ax.set_xscale("log")
-    ax.margins(x=0.15)
+    ax.margins(x=0.08)
     low, high = ax.get_xlim()
     # 1-2-5 ticks over a few decades; powers of ten only over many
-    subs = (1, 2, 5) if np.log10(high / low) < 4.5 else (1,)
+    subs = (1, 2, 5) if np.log10(high / low) < 3.5 else (1,)
     ax.xaxis.set_major_locator(matplotlib.ticker.LogLocator(base=10, subs=subs))
     ax.xaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda v, _: f"{v:g}"))
     ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
-    for yy, ln in zip(y, lines):
-        _name_peers(ax, ln, yy)
-    ax.set_ylim(-0.7, len(lines) - 0.3)
-    ax.set_yticks(y, [ln.key + (" (STALE)" if ln.result.stale else "") for ln in lines])
+    ax.set_ylim(len(lines) - 0.35, -0.5)
+    ax.set_yticks(range(len(lines)),
+                  [ln.key + (" (STALE)" if ln.result.stale else "") for ln in lines])
     for tick, ln in zip(ax.get_yticklabels(), lines):
         if ln.result.stale:
             tick.set_color("tab:red")
-    ax.set_xlabel("GPU time in ms for the same problem (log scale; left is faster)")
-    ax.grid(axis="x", which="both", alpha=0.3)
-    ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1), fontsize=8)
+    ax.set_xlabel("time of one run of the problem (ms, log scale; left is faster):\n"
+                  "GPU kernels, CPU peers and host transfers alike")
+    ax.grid(axis="x", which="major", alpha=0.3)
+    ax.figure.legend(handles=handles, loc="outside lower center", ncol=2)
 
 
 def figures(lines):
@@ -355,13 +350,10 @@ def figures(lines):
     figs = []
     plotted = [ln for ln in lines if ln.metric is not None and ln.best is not None]
     for device, dev_lines in _by_device(plotted).items():
-        fig, ax = plt.subplots(figsize=(11, 2.5 + 0.6 * len(dev_lines)))
+        text = "\n".join(textwrap.fill(line, 80) for line in caption(dev_lines).split("\n"))
+        fig, ax = plots.figure(0.55 * len(dev_lines) + 1.9 + 0.17 * text.count("\n"))
         _panel(ax, dev_lines)
-        fig.suptitle(f"Best version, peers and physical floor on the {device}")
-        text = caption(dev_lines)
-        fig.text(0.01, 0.005, text, fontsize=8, va="bottom")
-        # room at the bottom for the caption's lines, about 0.2 inch each
-        bottom = (0.25 + 0.2 * text.count("\n")) / fig.get_figheight()
-        fig.tight_layout(rect=(0, bottom, 1, 1))
+        fig.suptitle(f"Best version, peers and physical floor of each benchmark\n{text}",
+                     x=0.01, ha="left", fontsize=matplotlib.rcParams["axes.titlesize"])
         figs.append(fig)
     return figs

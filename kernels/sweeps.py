@@ -6,7 +6,7 @@
 * ``facts(sweep)``: the numbers the page's prose is glued from (fixed cost, where the
   L2 helps, the asymptote, the peer);
 * ``figure(sweep)``: time against size, log-log, with peers and floor, drawn for the
-  book's 690 px column.
+  book's column (kernels.plots).
 
 The floor at each size is built like the performance summary's: the bytes that must
 move over the measured device copy bandwidth (and, for SGEMM, the float32 operations
@@ -20,7 +20,7 @@ import matplotlib.pyplot as plt
 import matplotlib.ticker
 import numpy as np
 
-from kernels import hardware, harness
+from kernels import hardware, harness, plots
 
 COLD = "flushed before each repeat"
 
@@ -140,9 +140,9 @@ STYLE = {"kernel": dict(color="tab:blue", marker="o", ls="-"),
 
 
 def figure(sweep):
-    """Time against size (log-log) of every series, the peers and the floor: 6.9 x 5.0
-    inches at 100 dpi, the width of the book's column, with text of 9 pt or more."""
-    fig, ax = plt.subplots(figsize=(6.9, 5.0), dpi=100)
+    """Time against size (log-log) of every series, the peers and the floor, drawn for
+    the book's column (kernels.plots)."""
+    fig, ax = plots.figure(5.2)
     best = best_series(sweep)
     others = [k for k, v in sweep.series.items() if v[0] == "kernel" and k != best]
     for label, (kind, xs, ms) in sweep.series.items():
@@ -156,22 +156,17 @@ def figure(sweep):
     if l2 and sweep.spec.bytes_per is not None:
         ax.axvline(l2 / sweep.spec.bytes_per, color="gray", lw=1, alpha=0.6)
         ax.annotate(" L2 size", (l2 / sweep.spec.bytes_per, ax.get_ylim()[1]), va="top",
-                    fontsize=9, color="gray")
+                    color="gray")
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xticks(xs, [size_label(sweep.spec, x) for x in xs], rotation=45 if len(xs) > 7 else 0)
     ax.xaxis.set_minor_locator(matplotlib.ticker.NullLocator())
-    ax.set_xlabel(f"problem size ({sweep.spec.unit}, log scale)", fontsize=10)
-    ax.set_ylabel("GPU time (\u00b5s, log scale)", fontsize=10)
-    ax.tick_params(labelsize=9)
+    ax.set_xlabel(f"problem size ({sweep.spec.unit}, log scale)")
+    ax.set_ylabel("GPU time (\u00b5s, log scale)")
     ax.grid(which="major", alpha=0.3)
-    ax.set_title(f"{sweep.spec.what}: time against size\n{sweep.result.caption}",
-                 fontsize=9, loc="left")
+    plots.title(ax, f"{sweep.spec.what}: time against size", sweep.result)
     # the legend under the axes, where it covers no line
-    rows = -(-len(ax.get_legend_handles_labels()[0]) // 2)
-    fig.legend(*ax.get_legend_handles_labels(), loc="lower center", ncol=2, fontsize=9,
-               frameon=False)
-    fig.tight_layout(rect=(0, (0.1 + 0.2 * rows) / fig.get_figheight(), 1, 1))
+    fig.legend(*ax.get_legend_handles_labels(), loc="outside lower center", ncol=2)
     return fig
 
 

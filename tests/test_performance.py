@@ -5,7 +5,7 @@ import json
 import matplotlib.pyplot as plt
 import pytest
 
-from kernels import harness, performance
+from kernels import harness, performance, plots
 
 H100 = {"name": "NVIDIA H100 80GB HBM3", "compute_capability": [9, 0], "sm_count": 132,
         "simulator": False, "l2_bytes": 52428800}
@@ -200,8 +200,9 @@ def test_stale_recording_is_flagged_in_table_and_figure(bench_dir):
     table = performance.table(summary.lines)
     assert "`matmul.fake_mm` **STALE**" in table and "`matmul.fake_add` **STALE**" not in table
     (fig,) = performance.figures(summary.lines)
-    texts = [t.get_text() for t in fig.texts]
-    assert any("STALE" in t and "matmul.fake_mm" in t for t in texts)
+    assert "STALE (kernels changed since recorded): matmul.fake_mm" in fig.get_suptitle()
+    ticks = {t.get_text(): t.get_color() for t in fig.axes[0].get_yticklabels()}
+    assert ticks["matmul.fake_mm (STALE)"] == "tab:red"
 
 
 def test_every_figure_names_device_driver_numba_cuda_and_date(bench_dir):
@@ -210,7 +211,7 @@ def test_every_figure_names_device_driver_numba_cuda_and_date(bench_dir):
            date="2026-11-22T09:00:00+00:00")
     figs = performance.figures(performance.summary().lines)
     assert len(figs) == 2
-    captions = sorted(t.get_text() for f in figs for t in f.texts if "driver" in t.get_text())
+    captions = sorted(f.get_suptitle().split("\n", 1)[1] for f in figs)
     assert captions == [
         "NVIDIA H100 80GB HBM3, driver 13.0, numba-cuda 0.30.4, recorded 2026-11-21",
         "Tesla T4, driver 13.0, numba-cuda 0.30.4, recorded 2026-11-22"]
@@ -253,3 +254,23 @@ def test_no_recorded_run_beats_its_floor():
                               f"< floor {floor.ms:.4g} ms")
     assert checked > 100  # every size of every benchmark, not only the best rows
     assert not beaten, "\n".join(beaten)
+
+
+def test_figure_names_every_row_on_its_own_line_for_the_column(bench_dir):
+    record(bench_dir, ["add", "mm"])
+    summary = performance.summary()
+    (fig,) = performance.figures(summary.lines)
+    assert fig.get_figwidth() == plots.WIDTH_IN
+    assert plots.smallest_text_pt(fig) >= plots.MIN_PT
+    ax = fig.axes[0]
+    words = [t.get_text() for t in ax.texts]
+    for ln in summary.lines:
+        said = [w for w in words if w.startswith(f"best: {ln.best['name']}")]
+        assert said, f"{ln.key}: its best version is not named"
+        if ln.peer is not None:
+            assert f"fastest peer: {ln.peer['name']} takes {ln.speedup:,.1f}x as long" in said[0]
+    # no name sits on a marker: each line is between two rows of markers
+    rows = {round(y) for line in ax.lines for y in line.get_ydata()}
+    assert all(abs(t.get_position()[1] - round(t.get_position()[1])) > 0.3 for t in ax.texts)
+    assert rows == set(range(len(summary.lines)))
+    assert "CPU peers and host transfers" in ax.get_xlabel()

@@ -7,7 +7,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pytest
 
-from kernels import harness, sweeps
+from kernels import harness, plots, sweeps
 
 DEVICE = {"name": "NVIDIA H100 80GB HBM3", "compute_capability": [9, 0], "sm_count": 132,
           "simulator": False, "l2_bytes": 50_000_000, "clock_khz": 1_980_000}
@@ -70,10 +70,9 @@ def test_facts_fixed_cost_flat_part_l2_asymptote_and_peer(sweep):
 
 def test_figure_fits_the_column_with_legible_text(sweep):
     fig = sweeps.figure(sweep)
-    assert fig.get_size_inches()[0] * fig.dpi == pytest.approx(690)
-    sizes = [t.get_fontsize() for t in fig.findobj(plt.Text) if t.get_text().strip()]
-    assert min(sizes) >= 9  # points: 12.5 px at 100 dpi
-    assert "NVIDIA H100" in fig.axes[0].get_title(loc="left")
+    assert fig.get_figwidth() == plots.WIDTH_IN
+    assert plots.smallest_text_pt(fig) >= plots.MIN_PT
+    assert "time against size\nNVIDIA H100" in fig.get_suptitle()
 
 
 def test_a_sweep_not_recorded_is_none(sweep, monkeypatch):
