@@ -121,7 +121,7 @@ def bounds(device, n=1000):
 
 def _count(values):
     """1, 2 and 3 -> '1, 2 and 3'."""
-    words = [f"{v:,}" for v in values]
+    words = [f"{v}" for v in values]
     return words[0] if len(words) == 1 else ", ".join(words[:-1]) + " and " + words[-1]
 
 
@@ -159,7 +159,7 @@ def phrases(b):
     if b.splits > 1:
         out["split_predicted"] = (
             f"{b.splits} shares make {b.splits * b.tiles} blocks for {b.slots} places "
-            f"instead of {b.tiles}: up to \u00d7 {b.split_gain:.1f} at n = {b.n:,}, less "
+            f"instead of {b.tiles}: up to \u00d7 {b.split_gain:.1f} at n = {b.n}, less "
             f"what the zeroing launch and the atomic adds cost")
         out["split_costs"] = (
             f": the zeroing launch, {out['atomic_adds']} atomic adds of partial results "
@@ -168,14 +168,14 @@ def phrases(b):
             f"weigh more) take back part of the gain")
     else:
         out["split_predicted"] = (
-            f"no change: on this GPU split_k returns 1 at n = {b.n:,}, as two shares "
+            f"no change: on this GPU split_k returns 1 at n = {b.n}, as two shares "
             f"of its {b.tiles} tiles would be more blocks than its {b.slots} places")
         out["split_costs"] = ""
     if b.one_block_fits:
         split = (f"split {b.splits_one} ways instead of {b.splits}" if b.splits_one > 1
                  else "unsplit")
         out["one_block_case"] = (
-            f"at n = {b.n:,}, {split}, the {b.tiles} tiles make "
+            f"at n = {b.n}, {split}, the {b.tiles} tiles make "
             f"{b.tiles * b.splits_one} blocks for {b.sm_count} SMs")
         if b.splits_one > 1:
             fewer = (f"{b.splits_one} partial tiles to add into each tile of c instead "
@@ -185,13 +185,13 @@ def phrases(b):
                      f"{b.splits} shares), and ")
         else:
             fewer = ""
-        out["one_block_predicted"] = (f"faster at n = {b.n:,} only: {fewer}a freer hand "
+        out["one_block_predicted"] = (f"faster at n = {b.n} only: {fewer}a freer hand "
                                       f"for the compiler")
     else:
         out["one_block_case"] = (
-            f"on this GPU that is not the case at n = {b.n:,}: its {b.tiles} tiles "
+            f"on this GPU that is not the case at n = {b.n}: its {b.tiles} tiles "
             f"alone outnumber the {b.sm_count} SMs")
         out["one_block_predicted"] = (
-            f"no change at any size here: on this GPU even n = {b.n:,} needs more "
+            f"no change at any size here: on this GPU even n = {b.n} needs more "
             f"blocks than SMs, so it runs matmul_clamped_edges throughout")
     return out
