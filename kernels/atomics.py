@@ -75,6 +75,10 @@ def increment_atomic(counts, increments=None, *, blocks=RACE_LAUNCH[0], threads=
     return counts
 
 
+# Racy by design: the chapter's demonstration of a lost update (tests skip it where
+# they require every book kernel to be race-free, and require it to race).
+RACY_BY_DESIGN = ("increment_racy",)
+
 VERSIONS = {
     "increment_racy": increment_racy,
     "increment_atomic": increment_atomic,

@@ -6,8 +6,9 @@ Correct and buggy answers are the course's solutions, pasted as student code: ea
 topic's solution module runs in a module of its own (``answers_<topic>``, outside the
 ``kernels`` package, so its kernels are the student's), and a bug is one textual change
 to that source. The bugs here are the ones the simulator shows every time; the races
-(a non-atomic update, a missing syncthreads, a bin updated without its lock) show only
-on a GPU, so they are planted in RACES and graded where one is present.
+(a non-atomic update, a missing barrier, a bin updated without its lock, streams that
+share buffers) rarely show in results on the simulator, so they are planted in RACES:
+the checkers' race case catches them there, and a GPU's repeated runs catch them too.
 """
 
 import json
@@ -79,16 +80,70 @@ BUGS = {
                          "range(min(CHUNK, x.size - start))", "range(CHUNK)"),
 }
 
-# Races: wrong on a GPU, usually right on the simulator (blocks run one at a time)
+# Races: wrong on a GPU, usually right on the simulator (blocks run one at a time), so
+# the checkers' race case (kernels.checks.races) must catch each on the simulator too.
 RACES = {
+    "gridstride-ex-reverse": ("the loop runs to n: threads i and n-1-i swap one pair",
+                              "range(start, n // 2, stride)", "range(start, n, stride)"),
     "atomics-ex-256": ("non-atomic update", "cuda.atomic.add(local, data[i], 1)",
                        "local[data[i]] += 1"),
+    "atomics-ex-words": ("non-atomic update",
+                         "cuda.atomic.add(local, min(end - i, WORD_BINS - 1), 1)",
+                         "local[min(end - i, WORD_BINS - 1)] += 1"),
+    "atomics-ex-positions": ("the slot counter read and written without an atomic",
+                             "slot = cuda.atomic.add(count, 0, 1)",
+                             "slot = count[0]\n            count[0] = slot + 1"),
+    "reduction-ex-mean-variance": ("missing syncthreads in the tree",
+                                   "            squares[tid] += squares[tid + half]\n"
+                                   "        cuda.syncthreads()\n",
+                                   "            squares[tid] += squares[tid + half]\n"),
+    "reduction-ex-argmax": ("missing syncthreads before the tree",
+                            "    keys[tid] = best\n    cuda.syncthreads()\n",
+                            "    keys[tid] = best\n"),
     "reduction-ex-kahan": ("missing syncthreads in the tree",
                            "            partials[tid] += partials[tid + half]\n"
                            "        cuda.syncthreads()\n",
                            "            partials[tid] += partials[tid + half]\n"),
+    "reduction-ex-topk": ("missing syncthreads in the tree",
+                          "                best[tid, j] = merged[j]\n        cuda.syncthreads()\n",
+                          "                best[tid, j] = merged[j]\n"),
+    "mutex-ex-deadlock": ("the total updated without the lock",
+                          "        if not lock(mutex, 0, max_spins):\n"
+                          "            failed[0] = 1\n            return\n", ""),
+    "mutex-ex-argmax": ("the best pair updated without the lock",
+                        "if lock(mutex, 0, max_spins):\n            v, j",
+                        "if True:\n            v, j"),
     "mutex-ex-bins": ("no lock: a non-atomic update", "if lock(locks, k, max_spins):",
                       "if True:"),
+    "streams-ex-one-stream": ("the copy out on another stream, unordered after the kernel",
+                              "d_out.copy_to_host(out, stream=stream)",
+                              "d_out.copy_to_host(out, stream=cuda.stream())"),
+    "streams-ex-chunked": ("the popular version: every chunk in the same device buffers",
+                           "d_a[lo:hi].copy_to_device(a[lo:hi], stream=s)",
+                           "d_a[:hi - lo].copy_to_device(a[lo:hi], stream=s)",
+                           "d_b[lo:hi].copy_to_device(b[lo:hi], stream=s)",
+                           "d_b[:hi - lo].copy_to_device(b[lo:hi], stream=s)",
+                           "_add(d_a[lo:hi], d_b[lo:hi], d_out[lo:hi], s)",
+                           "_add(d_a[:hi - lo], d_b[:hi - lo], d_out[:hi - lo], s)",
+                           "d_out[lo:hi].copy_to_host(out[lo:hi], stream=s)",
+                           "d_out[:hi - lo].copy_to_host(out[lo:hi], stream=s)"),
+    "streams-ex-bounded": ("every stream reuses the first stream's buffers",
+                           "s, d_a, d_b, d_out = lanes[i % len(lanes)]",
+                           "s, (d_a, d_b, d_out) = lanes[i % len(lanes)][0], lanes[0][1:]"),
+    "cooperative-ex-rotate": ("a block barrier where the grid must wait",
+                              "        grid.sync()  # the next row", "        cuda.syncthreads()  #"),
+    "cooperative-ex-normalize": ("a block barrier where the grid must wait",
+                                 "    grid.sync()  # every thread's atomic is done",
+                                 "    cuda.syncthreads()  #"),
+    "cooperative-ex-converge": ("a block barrier where the grid must wait",
+                                "        grid.sync()\n        src = dst",
+                                "        cuda.syncthreads()\n        src = dst"),
+    "matmul-ex-transpose": ("missing syncthreads between the tile's writes and reads",
+                            "        tile[ty, tx] = a[row, col]  # coalesced read along a row of a\n"
+                            "    cuda.syncthreads()\n",
+                            "        tile[ty, tx] = a[row, col]  # coalesced read along a row of a\n"),
+    "matmul-ex-matvec": ("no barrier before the next chunk overwrites this one",
+                         "        cuda.syncthreads()  # everyone is done with it", "        #"),
 }
 
 HOST_ONLY = '''\

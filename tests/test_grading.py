@@ -2,9 +2,9 @@
 
 Two grading runs, shared by the tests below and started together (the simulator keeps
 both cores busy): the planted answers to all 22 exercises (correct, with a classic
-bug, computed on the host, the book's empty placeholders), and the broken or hostile
-grid-stride notebooks of tests/hostile.py with the book's own unsolved
-gridstride.ipynb. On a GPU, test_planted_on_gpu adds the race bugs.
+bug, computed on the host, the book's empty placeholders, with a race), and the
+broken or hostile grid-stride notebooks of tests/hostile.py with the book's own
+unsolved gridstride.ipynb. On a GPU, test_planted_on_gpu grades them there.
 """
 
 import concurrent.futures
@@ -63,8 +63,8 @@ def grading_runs(tmp_path_factory):
     planted_in = tmp_path_factory.mktemp("planted")
     hostile_in = tmp_path_factory.mktemp("hostile")
     with concurrent.futures.ThreadPoolExecutor(2) as pool:
-        yield {"planted": pool.submit(grade, planted_notebooks(planted_in), planted_in / "out",
-                                      "--jobs", "2"),
+        yield {"planted": pool.submit(grade, planted_notebooks(planted_in, races=True),
+                                      planted_in / "out", "--jobs", "2"),
                "hostile": pool.submit(grade_hostile, hostile_in)}
 
 
@@ -98,6 +98,27 @@ def test_planted_answers_get_the_right_verdict(planted_grades, kind):
             assert f"defines no `{ex.names[0]}`" in part, part
     assert int(row["total"]) == sum(expected_points(kind, label) for label in registry.EXERCISES)
     assert row["possible"] == str(sum(ex.points for ex in registry.EXERCISES.values()))
+
+
+def test_planted_races_earn_nothing_and_the_race_is_named(planted_grades):
+    """The simulator gives the race verdicts a GPU gives: each racy answer fails its
+    race case, which names the two accesses and what is missing between them."""
+    rows, feedback = planted_grades
+    row, text = rows["races"], feedback["races"]
+    assert row["total"] == "0", text
+    for label in planted.RACES:
+        part = section(text, label)
+        assert "the tracer ran your code on the simulator and found" in part, part
+        assert "both touch" in part or "both use" in part, part
+
+
+def test_correct_answers_pass_their_race_case(planted_grades):
+    """No false alarm: every solution, as a student's answer, is race-free under the
+    tracer."""
+    _, feedback = planted_grades
+    for label in planted.RACES:
+        part = section(feedback["correct"], label)
+        assert "PASS  no race between threads, blocks or streams, traced at" in part, part
 
 
 def grade_hostile(folder):

@@ -4,7 +4,9 @@ The kernel checkers launch the reader's kernel with grids that fit a cooperative
 launch: on a GPU the largest grid allowed and a small one of 3 blocks, on the
 simulator one block (all it can run with grid.sync()). Sizes do not divide the
 block size, so a grid-stride loop and its guards are always exercised. The arrays are
-in device memory, each output inside a poisoned guard band (DeviceOutput).
+in device memory, each output inside a poisoned guard band (DeviceOutput). The race
+case (kernels.checks.races) runs 3 blocks at once under the tracer, where a block
+barrier in place of a grid barrier leaves conflicts between blocks.
 """
 
 import numpy as np
@@ -12,11 +14,13 @@ from numba import cuda
 
 from kernels import SIMULATOR, cooperative
 from kernels.checks import launches
+from kernels.checks import races
 from kernels.checks.core import DeviceOutput, run_cases
 
 __all__ = ["rotate_rows", "normalize_by_max", "jacobi_until_converged"]
 
 THREADS = 32 if SIMULATOR else 256
+RACE_LAUNCH = (3, 16)  # blocks, threads: the race case, every block live
 
 
 def _grids(kernel, args, checker):
@@ -49,7 +53,10 @@ def rotate_rows(kernel):
         kernel[blocks, threads](work.array)
         return work.read("m")
 
-    return run_cases("rotate_rows", cases, run)
+    report = run_cases("rotate_rows", cases, run)
+    m = np.full((4, 53), -1, np.int32)
+    m[0] = rng.integers(0, 10**6, 53)
+    return races.kernel(report, kernel, RACE_LAUNCH, (m,), "[3, 16] on a 4 x 53 matrix")
 
 
 def normalize_by_max(kernel):
@@ -73,7 +80,11 @@ def normalize_by_max(kernel):
                                 cuda.to_device(np.full(1, -np.inf, np.float32)))
         return out.read("out")
 
-    return run_cases("normalize_by_max", cases, run)
+    report = run_cases("normalize_by_max", cases, run)
+    x = rng.uniform(-50, 100, 101).astype(np.float32)
+    return races.kernel(report, kernel, RACE_LAUNCH,
+                        (x, np.empty_like(x), np.full(1, -np.inf, np.float32)),
+                        "[3, 16] on n=101")
 
 
 def _jacobi_until_converged_reference(u, tol, max_steps):
@@ -111,4 +122,7 @@ def jacobi_until_converged(fn):
         result, sweeps = fn(u.copy(), tol, max_steps)
         return np.array(int(sweeps)) if part else result
 
-    return run_cases("jacobi_until_converged", cases, run)
+    report = run_cases("jacobi_until_converged", cases, run)
+    # points for 3 blocks of 256 threads (the most the tracer offers a cooperative launch)
+    u = np.sin(np.linspace(0, 3 * np.pi, 600)) + rng.uniform(-0.1, 0.1, 600)
+    return races.host(report, fn, (u, 1e-12, 2), "n=600, 2 sweeps, up to 3 blocks")

@@ -10,7 +10,7 @@ A failure gets a line from the tracer (kernels.checks.hints) on what the threads
 import numpy as np
 
 from kernels import SIMULATOR
-from kernels.checks import hints
+from kernels.checks import hints, races
 from kernels.checks.core import launched_on_device, run_cases
 
 __all__ = ["saxpy", "clip_2d", "reverse_inplace"]
@@ -75,6 +75,8 @@ def reverse_inplace(kernel):
         return kernel, (blocks, threads), (x.copy(),), 0
 
     run = launched_on_device(launch, "x")
-
-    return hints.attach(run_cases("reverse_inplace", cases, run), cases, launch,
-                        gridstride=True, every_element=False)
+    report = hints.attach(run_cases("reverse_inplace", cases, run), cases, launch,
+                          gridstride=True, every_element=False)
+    # in place: two threads touching one element is a race
+    x = rng.integers(-10**6, 10**6, 37, dtype=np.int32)
+    return races.kernel(report, kernel, (2, 8), (x,), "[2, 8] on n=37")

@@ -12,7 +12,7 @@ import math
 import numpy as np
 
 from kernels import SIMULATOR
-from kernels.checks import hints
+from kernels.checks import hints, races
 from kernels.checks.core import launched_on_device, run_cases
 
 __all__ = ["choose_tile", "tiled_transpose", "tiled_matvec"]
@@ -65,8 +65,9 @@ def tiled_transpose(kernel):
         return kernel, (blocks, (TRANSPOSE_TILE, TRANSPOSE_TILE)), (a, out), 1
 
     run = launched_on_device(launch, "out")
-
-    return hints.attach(run_cases("tiled_transpose", cases, run), cases, launch)
+    report = hints.attach(run_cases("tiled_transpose", cases, run), cases, launch)
+    a = rng.standard_normal((20, 18)).astype(np.float32)
+    return races.kernel(report, *launch(a)[:3], "4 blocks of 16 x 16 on a 20 x 18 matrix")
 
 
 def tiled_matvec(kernel):
@@ -85,6 +86,8 @@ def tiled_matvec(kernel):
         return kernel, (math.ceil(a.shape[0] / MATVEC_THREADS), MATVEC_THREADS), (a, x, y), 2
 
     run = launched_on_device(launch, "y")
-
-    return hints.attach(run_cases("tiled_matvec", cases, run, rtol=MATVEC_RTOL,
-                                  atol=MATVEC_ATOL), cases, launch)
+    report = hints.attach(run_cases("tiled_matvec", cases, run, rtol=MATVEC_RTOL,
+                                    atol=MATVEC_ATOL), cases, launch)
+    a = rng.standard_normal((70, 130)).astype(np.float32)
+    x = rng.standard_normal(130).astype(np.float32)
+    return races.kernel(report, *launch((a, x))[:3], "2 blocks of 64 on a 70 x 130 matrix")

@@ -11,6 +11,7 @@ import math
 import numpy as np
 
 from kernels import SIMULATOR
+from kernels.checks import races
 from kernels.checks.core import run_cases
 from kernels.harness import to_host
 from kernels.mutex import THREADS, default_blocks, summation_rounding
@@ -19,6 +20,7 @@ __all__ = ["lock_sum_positive", "lock_argmax", "lock_bin_product"]
 
 SIZES = (1, 17, 1001) if SIMULATOR else (1, 17, 1001, 1_000_003)
 EPS32 = float(np.finfo(np.float32).eps)
+RACE_SIZE = 300  # the race case: 2 blocks of THREADS on the simulator
 
 
 def lock_sum_positive(fn):
@@ -39,7 +41,9 @@ def lock_sum_positive(fn):
 
     # Every term is positive, so a bound relative to the sum holds for every case.
     rtol = max(sum_positive_rounding(x) / expected for _, x, expected in cases if expected)
-    return run_cases("lock_sum_positive", cases, run, rtol=rtol, atol=0)
+    report = run_cases("lock_sum_positive", cases, run, rtol=rtol, atol=0)
+    x = rng.standard_normal(RACE_SIZE).astype(np.float32)
+    return races.host(report, fn, (x,), f"n={RACE_SIZE}")
 
 
 def sum_positive_rounding(x, blocks=None):
@@ -71,7 +75,9 @@ def lock_argmax(fn):
         value, index = fn(x)
         return np.array([value, index], np.float64)
 
-    return run_cases("lock_argmax", cases, run, rtol=0, atol=0)
+    report = run_cases("lock_argmax", cases, run, rtol=0, atol=0)
+    x = rng.standard_normal(RACE_SIZE).astype(np.float32)
+    return races.host(report, fn, (x,), f"n={RACE_SIZE}")
 
 
 def lock_bin_product(fn):
@@ -92,7 +98,11 @@ def lock_bin_product(fn):
         return np.asarray(to_host(fn(*inputs)), np.float64)  # a device array is fine too
 
     largest = max(np.bincount(c[1][0]).max() for c in cases)
-    return run_cases("lock_bin_product", cases, run, rtol=bin_product_rtol(largest), atol=0)
+    report = run_cases("lock_bin_product", cases, run, rtol=bin_product_rtol(largest),
+                       atol=0)
+    keys = rng.integers(0, 3, RACE_SIZE).astype(np.int32)
+    values = rng.uniform(0.9, 1.1, RACE_SIZE).astype(np.float32)
+    return races.host(report, fn, (keys, values, 3), f"n={RACE_SIZE}, 3 bins")
 
 
 def bin_product_rtol(k):

@@ -11,6 +11,7 @@ import math
 import numpy as np
 
 from kernels import SIMULATOR
+from kernels.checks import races
 from kernels.checks.core import run_cases
 
 __all__ = ["mean_variance", "argmax", "kahan_sum", "topk"]
@@ -33,6 +34,14 @@ KAHAN_RTOL = 1e-12
 KAHAN_CHAIN_RTOL = 1.5e-15
 
 
+RACE_LAUNCH = (300, 2)  # the race case: n, blocks (of 256 threads)
+
+
+def _race(report, fn, x):
+    n, blocks = RACE_LAUNCH
+    return races.host(report, fn, (x, blocks), f"n={n}, blocks={blocks}")
+
+
 def _run(fn):
     def run(inputs):
         x, blocks = inputs
@@ -50,8 +59,9 @@ def mean_variance(fn):
         expected = np.array([x.mean(dtype=np.float64), x.var(dtype=np.float64)])
         cases.append((f"n={n:,}, mean {mean}, standard deviation {std}, blocks={blocks}",
                       (x, blocks), expected))
-    return run_cases("mean_variance", cases, _run(fn), rtol=MEAN_VARIANCE_RTOL,
-                     atol=MEAN_VARIANCE_ATOL)
+    report = run_cases("mean_variance", cases, _run(fn), rtol=MEAN_VARIANCE_RTOL,
+                       atol=MEAN_VARIANCE_ATOL)
+    return _race(report, fn, rng.normal(3, 2, RACE_LAUNCH[0]).astype(np.float32))
 
 
 def argmax(fn):
@@ -70,7 +80,8 @@ def argmax(fn):
     last[-2] = -1
     cases.append((f"n={n:,}, all negative, the maximum among the last two", (last, blocks),
                   np.argmax(last)))
-    return run_cases("argmax", cases, _run(fn))
+    report = run_cases("argmax", cases, _run(fn))
+    return _race(report, fn, rng.integers(0, 50, RACE_LAUNCH[0]).astype(np.int32))
 
 
 def _chain_case(blocks, per_thread=40):
@@ -96,7 +107,7 @@ def kahan_sum(fn):
     report = run_cases("kahan_sum", cases, _run(fn), rtol=KAHAN_RTOL, atol=1e-300)
     chains = [_chain_case(1), _chain_case(2)]
     report.cases += run_cases("kahan_sum", chains, _run(fn), rtol=KAHAN_CHAIN_RTOL, atol=0).cases
-    return report
+    return _race(report, fn, rng.standard_normal(RACE_LAUNCH[0]))
 
 
 def topk(fn):
@@ -115,4 +126,6 @@ def topk(fn):
     low[-3:] = (-5, -2**31 + 1, -7)
     cases.append((f"n={n:,}, almost all -2**31, three larger values at the end",
                   (low, blocks), np.sort(low)[::-1][:TOPK]))
-    return run_cases("topk", cases, _run(fn))
+    report = run_cases("topk", cases, _run(fn))
+    return _race(report, fn, rng.integers(-2**31, 2**31, RACE_LAUNCH[0],
+                                          dtype=np.int64).astype(np.int32))

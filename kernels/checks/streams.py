@@ -3,19 +3,32 @@
 Each calls the reader's function on host arrays (pinned ones on a GPU, so that the
 copies really are asynchronous) with sizes that chunk counts do not divide, and reads
 the output as soon as the function returns: a function that forgets to wait for its
-streams fails on a GPU. The simulator runs every stream synchronously, so there it
-checks the results and the order of work within a stream, never a race between streams.
+streams fails on a GPU. The simulator runs every stream synchronously, so the results
+there say nothing of a race between streams: the race case (kernels.checks.races)
+traces one call and fails work on two streams that shares device memory unordered.
 """
 
 import numpy as np
 from numba import cuda
 
 from kernels import SIMULATOR
+from kernels.checks import races
 from kernels.checks.core import run_cases
 
 __all__ = ["stream_add", "chunked_streams_add", "bounded_streams_add"]
 
 SIZES = (1, 17, 1001) if SIMULATOR else (1, 17, 1001, 1_000_003, 20_000_003)
+RACE_SIZE = 50  # the race case: a few small chunks
+
+
+def _race_inputs(rng):
+    a, b = (rng.integers(-2**30, 2**30, RACE_SIZE, dtype=np.int32) for _ in range(2))
+    return a, b, np.zeros(RACE_SIZE, np.int32)
+
+
+def on_a_new_stream(fn, a, b, out):
+    """fn(a, b, out, stream) on a stream made here (where the tracer runs it)."""
+    return fn(a, b, out, cuda.stream())
 
 
 def _host(values):
@@ -55,7 +68,8 @@ def stream_add(fn):
         fn(a, b, out, stream)
         return out
 
-    return run_cases("stream_add", cases, run)
+    report = run_cases("stream_add", cases, run)
+    return races.host(report, on_a_new_stream, (fn, *_race_inputs(rng)), f"n={RACE_SIZE}")
 
 
 def chunked_streams_add(fn):
@@ -69,7 +83,8 @@ def chunked_streams_add(fn):
         fn(a, b, out, chunks)
         return out
 
-    return run_cases("chunked_streams_add", cases, run)
+    report = run_cases("chunked_streams_add", cases, run)
+    return races.host(report, fn, (*_race_inputs(rng), 3), f"n={RACE_SIZE}, 3 chunks")
 
 
 def bounded_streams_add(fn):
@@ -85,4 +100,6 @@ def bounded_streams_add(fn):
         fn(a, b, out, chunks, streams)
         return out
 
-    return run_cases("bounded_streams_add", cases, run)
+    report = run_cases("bounded_streams_add", cases, run)
+    return races.host(report, fn, (*_race_inputs(rng), 5, 2),
+                      f"n={RACE_SIZE}, 5 chunks on 2 streams")

@@ -26,8 +26,9 @@ def normalize_by_max_kernel(x, out, peak):
     start = cuda.grid(1)
     stride = cuda.gridsize(1)
     # Phase 1: each thread's largest value, then one atomic per thread. Starting
-    # from peak[0] keeps x's dtype; it is -inf or a partial maximum, never too large.
-    largest = peak[0]
+    # from x[0] keeps x's dtype and is never too large; peak[0] would not do: other
+    # threads may be updating it at that moment (a plain read beside atomics races).
+    largest = x[0]
     for i in range(start, x.size, stride):
         largest = max(largest, x[i])
     cuda.atomic.max(peak, 0, largest)

@@ -296,14 +296,26 @@ class Race:
                 f"{self.why}")
 
 
-def _ordered(a, b):
-    """True if something orders accesses a and b of one launch: a barrier, a lock
-    both hold, or a chain of barriers and atomics (kernels.trace.order)."""
-    if a.locks & b.locks:
+def _ordered(a, b, accesses):
+    """True if something orders accesses a and b of one launch (to one element, of
+    all `accesses` to it): a barrier, a lock both hold, a chain of barriers and atomics
+    (kernels.trace.order), or the element's own atomics between them."""
+    if a.locks & b.locks or _atomic_between(a, b, accesses):
         return True
     if a.clock is None or b.clock is None:  # recorded without clocks: barriers only
         return a.block == b.block and a.epoch != b.epoch
     return order.ordered(a, b)
+
+
+def _atomic_between(a, b, accesses):
+    """One of a, b is atomic and the other's thread made an atomic on the element
+    between them (in the order the atomics ran): the modification order orders them."""
+    if (a.kind == "atomic") == (b.kind == "atomic"):
+        return False
+    x, y = (a, b) if a.kind == "atomic" else (b, a)
+    lo, hi = sorted((x.seq, y.seq))
+    return any(z.kind == "atomic" and z.block == y.block and z.tid == y.tid
+               and lo < z.seq < hi for z in accesses)
 
 
 def _why(a, b, launch):
@@ -318,7 +330,8 @@ def _why(a, b, launch):
             return ("and only one of them is atomic, with no block barrier "
                     "(cuda.syncthreads()) between them: make both atomic, or put a "
                     "barrier between them")
-        return "with no block barrier (cuda.syncthreads()) between them"
+        return ("with no block barrier (cuda.syncthreads()) between them, and no atomic "
+                "or lock")
     if launch.cooperative:
         return ("from different blocks, with no grid barrier (grid.sync()) between them"
                 + ("; only one of them is atomic" if atomic else ""))
@@ -363,20 +376,21 @@ def _first_race(accesses):
         return None
     for w in writes:
         for o in accesses:
-            if conflict(w, o):
+            if conflict(w, o, accesses):
                 return w, o
     return None
 
 
-def conflict(a, b):
+def conflict(a, b, accesses=()):
     """Whether accesses `a` and `b` to one element race: made by different threads, at
     least one writing, not both atomic, and nothing orders them (a barrier, a lock both
-    hold, a chain of barriers and atomics)."""
+    hold, a chain of barriers and atomics, or, among `accesses` to the element, an
+    atomic of the plain access's thread between them)."""
     if a.tid == b.tid and a.block == b.block:
         return False
     if "read" == a.kind == b.kind or "atomic" == a.kind == b.kind:
         return False
-    return not _ordered(a, b)
+    return not _ordered(a, b, accesses)
 
 
 # ------------------------------------------------------------- stream races

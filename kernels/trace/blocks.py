@@ -18,6 +18,9 @@ from numba.cuda.simulator.cudadrv import devicearray
 from kernels.trace.model import TraceError
 
 GRID_WAIT_S = 60.0  # a grid barrier some threads never reach: said, not hung
+# The largest cooperative grid the simulator offers under the tracer (Numba's own
+# simulator says 1): a few blocks, enough for blocks to meet at grid barriers.
+COOPERATIVE_BLOCKS = 3
 
 
 def uses_grid_sync(fn, seen=None):
@@ -50,21 +53,19 @@ class GridBarrier:
 
     def __init__(self, parties):
         self.parties = parties
-        self.waiting = 0
         self._barrier = threading.Barrier(parties)
-        self._lock = threading.Lock()
+
+    @property
+    def waiting(self):
+        """Threads waiting at the barrier now (none while it lets the last ones out)."""
+        return self._barrier.n_waiting
 
     def wait(self):
-        with self._lock:
-            self.waiting += 1
         try:
             self._barrier.wait(GRID_WAIT_S)
         except threading.BrokenBarrierError:
             raise TraceError("grid.sync() was abandoned: another thread failed or never "
                              "reached it") from None
-        finally:
-            with self._lock:
-                self.waiting -= 1
 
     def abort(self):
         self._barrier.abort()
@@ -120,9 +121,10 @@ def _supervise(by_block, barrier):
         if barrier.waiting and _stranded(everyone, barrier):
             time.sleep(0.05)  # the last arrivals may be on their way into wait()
             if _stranded(everyone, barrier):
+                waiting = barrier.waiting
                 _abort(everyone, barrier)
                 raise TraceError(
-                    f"only {barrier.waiting} of the {barrier.parties} threads reached "
+                    f"only {waiting} of the {barrier.parties} threads reached "
                     "grid.sync(); the others returned without it. Every thread of a "
                     "cooperative launch must reach every grid.sync(): on a GPU this hangs")
         time.sleep(0)

@@ -10,6 +10,7 @@ import threading
 from numba.cuda.simulator import api, kernel, kernelapi
 from numba.cuda.simulator.cudadrv import devicearray, driver
 
+from kernels.trace import blocks
 from kernels.trace.model import TraceError
 from kernels.trace.record import Recorder
 
@@ -34,16 +35,20 @@ def _patches(rec):
             index = (0,) * len(array.shape) if name == "compare_and_swap" else args[0]
             ary = array._item._ary if isinstance(array, FW) else array
             thread = threading.current_thread()
-            rec.record(ary, index, "atomic", name, sys._getframe(1))
+            frame = sys._getframe(1)
             address = _address(ary, index)
             releases = getattr(thread, "_fenced", False) or _releases_lock(
                 thread, name, address, args)
-            thread._quiet = True
-            try:
-                old = rec.sync.atomic(thread, address, releases,
-                                      lambda: method(self, array, *args))
-            finally:
-                thread._quiet = False
+
+            def run():  # recorded in the order the atomics run (kernels.trace.order)
+                rec.record(ary, index, "atomic", name, frame)
+                thread._quiet = True
+                try:
+                    return method(self, array, *args)
+                finally:
+                    thread._quiet = False
+
+            old = rec.sync.atomic(thread, address, releases, run)
             change = _track_lock(thread, name, address, args, old)
             if change:
                 rec.lock_changed(thread, change)
@@ -68,6 +73,9 @@ def _patches(rec):
 
     def threadfence(self):
         threading.current_thread()._fenced = True
+
+    def cooperative_limit(self, blockdim):
+        return blocks.COOPERATIVE_BLOCKS  # the tracer runs them all live
 
     def launch(self, configuration):
         get_config(self, configuration)
@@ -136,6 +144,7 @@ def _patches(rec):
         (FW, "__getitem__", getitem), (FW, "__setitem__", setitem),
         (kernel.BlockThread, "syncthreads", syncthreads),
         (kernelapi.GridGroup, "sync", grid_sync),
+        (kernel.FakeOverload, "max_cooperative_grid_blocks", cooperative_limit),
         (kernelapi.FakeCUDAModule, "threadfence", threadfence),
         (kernelapi.FakeCUDAModule, "threadfence_system", threadfence),
         (devicearray, "to_device", to_device),

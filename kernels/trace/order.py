@@ -21,6 +21,11 @@ What orders accesses (the synchronisation the tracer understands):
   acquires what earlier releases on its address published. Locks taken with
   compare-and-swap and released with exch are such atomics on the lock's word.
 
+Atomics on one word are also ordered among themselves (its modification order): a
+plain access by a thread after its own atomic on the word follows every atomic on
+that word that ran before (the last block that resets a counter it drew the last
+ticket from), and one before its own atomic precedes every atomic that runs after.
+
 Acquire and release follow the order in which the simulator ran the atomics (the
 ticket a thread drew, the lock it found free): a property of this run, as on a GPU.
 """

@@ -231,7 +231,7 @@ def racing_pairs(accesses):
     for i, a in enumerate(ordered):
         for b in ordered[i + 1:]:
             key = frozenset([(a.block, a.thread), (b.block, b.thread)])
-            if key not in pairs and analyses.conflict(a, b):
+            if key not in pairs and analyses.conflict(a, b, accesses):
                 pairs[key] = (a, b)
     return list(pairs.values())
 

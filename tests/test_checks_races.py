@@ -1,0 +1,109 @@
+"""kernels.checks.races: the race case of the checkers, and no false alarm from the
+tracer on the book's own kernels at small sizes (the solutions and the correct planted
+answers are graded race-free in test_grading)."""
+
+import numpy as np
+import pytest
+from numba import cuda
+
+import kernels
+from kernels import (atomics, cooperative, gridstride, histogram, matmul, mutex, reduction,
+                     streams, trace)
+from kernels.checks import core, races
+
+pytestmark = pytest.mark.skipif(not kernels.SIMULATOR, reason="traces on the simulator")
+
+
+@cuda.jit
+def racy_count_kernel(counts):
+    counts[0] += 1  # every thread, no atomic
+
+
+@cuda.jit
+def atomic_count_kernel(counts):
+    cuda.atomic.add(counts, 0, 1)
+
+
+def _report():
+    return core.Report("a_check", [core.Case("the values", True, "")])
+
+
+def test_a_race_fails_the_answer_first_and_names_the_accesses():
+    report = races.kernel(_report(), racy_count_kernel, (2, 4), (np.zeros(1, np.int32),))
+    assert not report.passed
+    case = report.cases[0]  # first, so its detail is shown whatever else failed
+    assert case.description == ("no race between threads, blocks or streams, traced at "
+                                "[2, 4]")
+    assert case.detail.startswith("the tracer ran your code on the simulator and found")
+    assert "both touch counts[0]" in case.detail and "no atomic or lock" in case.detail
+
+
+def test_a_race_free_answer_passes_the_case():
+    report = races.kernel(_report(), atomic_count_kernel, (2, 4), (np.zeros(1, np.int32),))
+    assert report.passed and len(report.cases) == 2
+
+
+def test_what_the_tracer_cannot_run_is_said_and_not_failed():
+    report = races.kernel(_report(), reduction.sum_warp_shuffle_kernel, (1, 32),
+                          (np.ones(64, np.int32), np.zeros(1, np.int64)))
+    assert report.passed
+    assert "not traced (TraceError: sum_warp_shuffle_kernel calls cuda.shfl_down_sync" \
+        in report.cases[-1].description
+
+
+def test_inside_a_graded_notebook_the_case_waits_for_the_grader(monkeypatch):
+    monkeypatch.setattr(core, "DEFERRED", True)
+    report = races.kernel(_report(), racy_count_kernel, (2, 4), (np.zeros(1, np.int32),))
+    assert len(report.cases) == 1
+
+
+# Every book kernel at a small launch: (host function, its arguments, keywords).
+def _book_calls(rng):
+    data = rng.integers(0, 256, 300, dtype=np.uint8)
+    a = rng.integers(-100, 100, 300).astype(np.int32)
+    x = rng.random(300, dtype=np.float32)
+    v = rng.integers(-9, 9, 37).astype(np.int32)
+    u = rng.random(40)
+    m = np.zeros((4, 40), np.int32)
+    m[0] = rng.integers(0, 100, 40)
+    p, q = rng.random((16, 16), dtype=np.float32), rng.random((16, 16), dtype=np.float32)
+    calls = {f"atomics.{k}": (f, (np.zeros(1, np.int64),), {}) for k, f in atomics.VERSIONS.items()}
+    calls.update({f"histogram.{k}": (f, (data,), {"blocks": 2})
+                  for k, f in histogram.VERSIONS.items()})
+    calls.update({f"reduction.{k}": (f, (a,), {"blocks": 2})
+                  for k, f in reduction.VERSIONS.items() if k not in reduction.GPU_ONLY})
+    calls.update({f"mutex.{k}": (f, (x, x), {"blocks": 2, "threads": 64})
+                  for k, f in mutex.VERSIONS.items()})
+    calls.update({f"streams.{k}": (_pipelined, (f, v), {}) for k, f in streams.VERSIONS.items()})
+    calls.update({f"cooperative.{k}": (f, (u, 3), {"threads": 16})
+                  for k, f in cooperative.VERSIONS.items()})
+    calls.update({f"cooperative.{k}": (f, (m.copy(),), {"blocks": 3, "threads": 16})
+                  for k, f in cooperative.ROWS.items()})
+    # the shared-tile versions; the register-tile ones (a 256-thread block for any
+    # shape) take minutes to trace and are left to the chapter's tests
+    calls.update({f"matmul.{k}": (matmul.VERSIONS[k], (p, q), {})
+                  for k in ("matmul_naive", "matmul_tiled", "matmul_tiled_bounded")})
+    calls.update({f"gridstride.{k}": (f, (v, v), {"threads": 16})
+                  for k, f in gridstride.VERSIONS.items()})
+    return calls
+
+
+def _pipelined(version, v):
+    return version(v, v, np.zeros_like(v), streams.Pipeline(v.size, v.dtype, 3, threads=32))
+
+
+RACY = {f"atomics.{k}" for k in atomics.RACY_BY_DESIGN} | {
+    f"cooperative.{k}" for k in cooperative.RACY_BY_DESIGN}
+BOOK = sorted(_book_calls(np.random.default_rng(0)))
+
+
+@pytest.mark.parametrize("name", BOOK)
+def test_book_kernels_are_race_free_unless_racy_by_design(name):
+    fn, args, kwargs = _book_calls(np.random.default_rng(5))[name]
+    t = trace.run(fn, *args, **kwargs)
+    found = [r.describe() for r in trace.races(t)] + [
+        r.describe() for r in trace.stream_races(t)]
+    if name in RACY:
+        assert found, f"{name} is racy by design, and the tracer found no race"
+    else:
+        assert not found, found[:3]
