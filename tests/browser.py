@@ -75,8 +75,19 @@ class Browser:
                     f"--user-data-dir={profile_dir}", f"--window-size={width},{height}"):
             options.add_argument(arg)
         options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
-        self.width = width
         self.driver = webdriver.Chrome(options=options, service=Service(driver))
+        self.height = height
+        self.resize(width)
+
+    def resize(self, width):
+        """Lay pages out `width` CSS pixels wide, as a window that wide would: a phone's
+        400 too, which a desktop window cannot be (Chromium keeps it 500 or wider)."""
+        self.width = width
+        self._viewport(self.height)
+
+    def _viewport(self, height):
+        self.driver.execute_cdp_cmd("Emulation.setDeviceMetricsOverride", {
+            "width": self.width, "height": height, "deviceScaleFactor": 1, "mobile": False})
 
     def visit(self, url, settle=0.5):
         """Load `url` (Selenium waits for its load event) and return the page's facts."""
@@ -112,13 +123,12 @@ class Browser:
     def screenshot(self, path, max_height=8000):
         """Save a PNG of the whole current page (up to `max_height` CSS pixels)."""
         # Grow the viewport to the page's height, as a tall window would show it.
-        height = min(int(self.evaluate("document.documentElement.scrollHeight")), max_height)
-        self.driver.execute_cdp_cmd("Emulation.setDeviceMetricsOverride", {
-            "width": self.width, "height": height, "deviceScaleFactor": 1, "mobile": False})
+        self._viewport(min(int(self.evaluate("document.documentElement.scrollHeight")),
+                           max_height))
         try:
             pathlib.Path(path).write_bytes(self.driver.get_screenshot_as_png())
         finally:
-            self.driver.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})
+            self._viewport(self.height)
         return path
 
     def close(self):

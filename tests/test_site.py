@@ -52,6 +52,24 @@ FIRST_SOLUTION_SHOWN_JS = """
 """
 
 
+# Every image of the main column: its alt text, its figure's caption, and the width it
+# is shown at (CSS px), with the page laid out at the browser's current width.
+FIGURES_JS = r"""
+(() => {
+  const article = document.querySelector("article.bd-article") || document.body;
+  return [...article.querySelectorAll("img")].map((i) => {
+    const figure = i.closest("figure");
+    const caption = figure && figure.querySelector("figcaption");
+    return {src: i.currentSrc || i.src, alt: i.getAttribute("alt") || "",
+            caption: caption ? caption.textContent.trim() : "",
+            shown: i.getBoundingClientRect().width};
+  });
+})()
+"""
+FIGURE_WIDTHS = (1280, 400)  # a laptop's window and a phone
+PATH_LIKE = re.compile(r"^\S*[/\\]\S*$|\.(png|jpe?g|svg|gif)\b|_images/", re.IGNORECASE)
+
+
 class _QuietHandler(http.server.SimpleHTTPRequestHandler):
     def log_message(self, *args):
         pass
@@ -93,6 +111,31 @@ def site(server, tmp_path_factory):
     finally:
         browser.close()
     return facts
+
+
+@pytest.fixture(scope="module")
+def figures_seen(server, built_book, tmp_path_factory):
+    """{(page, width): [image facts]} for every toc page at each of FIGURE_WIDTHS, with
+    each image's PNG facts (kernels.plots.facts: None if not drawn by kernels.plots)."""
+    from kernels import plots
+
+    browser = Browser(find_chromium(), tmp_path_factory.mktemp("chromium-figures"))
+    seen = {}
+    try:
+        for width in FIGURE_WIDTHS:
+            browser.resize(width)
+            for name in PAGES:
+                browser.visit(f"{server}/{name}.html", settle=0.2)
+                seen[name, width] = browser.evaluate(FIGURES_JS)
+    finally:
+        browser.close()
+    for images in seen.values():
+        for img in images:
+            path = urllib.parse.unquote(urllib.parse.urlsplit(img["src"]).path)[1:]
+            file = built_book / path
+            img["file"] = path
+            img["png"] = plots.facts(str(file)) if file.suffix == ".png" else None
+    return seen
 
 
 def _errors(facts):
@@ -139,6 +182,32 @@ def test_no_cell_output_holds_a_traceback(site, name):
     bad = [o["text"][:800] for o in site[name]["outputs"]
            if o["traceback"] or TRACEBACK in o["text"]]
     assert not bad, f"{name}: a cell output shows a Python traceback:\n" + "\n---\n".join(bad)
+
+
+@pytest.mark.parametrize("name", PAGES)
+@pytest.mark.parametrize("name", PAGES)
+def test_every_figure_has_a_caption_and_alt_text_that_describes_it(figures_seen, name):
+    for img in figures_seen[name, FIGURE_WIDTHS[0]]:
+        where = f"{name}: image {img['file']}"
+        assert img["caption"], f"{where} has no caption (mystnb: figure: caption in its cell)"
+        alt = img["alt"].strip()
+        assert alt and not PATH_LIKE.search(alt) and len(alt.split()) >= 5, \
+            f"{where}: its alt text {alt!r} does not describe it (mystnb: image: alt)"
+
+
+@pytest.mark.parametrize("width", FIGURE_WIDTHS)
+@pytest.mark.parametrize("name", PAGES)
+def test_figure_text_is_at_least_10_px_on_screen(figures_seen, name, width):
+    from kernels import plots
+
+    for img in figures_seen[name, width]:
+        where = f"{name} at {width} px: figure {img['file']}"
+        assert img["png"] is not None, \
+            f"{where} was not drawn by kernels.plots: no {plots.KEY} facts in it"
+        px = plots.rendered_px(img["png"], img["shown"])
+        assert px is None or px >= plots.MIN_PX, (
+            f"{where}: its smallest text ({img['png']['smallest_pt']:g} pt) shows at "
+            f"{px:.1f} px, shown {img['shown']:.0f} px wide")
 
 
 @pytest.mark.parametrize("name", PAGES)
@@ -216,8 +285,15 @@ def test_performance_page_shows_every_recording(built_book):
     for ln in summary.lines:
         assert ln.key in text, f"{ln.key} is recorded but not on the performance page"
         assert (f"{ln.key} STALE" in " ".join(text.split())) == ln.result.stale, ln.key
-    devices = {ln.result.env["device"]["name"] for ln in summary.lines if ln.metric}
-    assert len(article("img")) == len(devices), "one figure per device with GB/s or TFLOP/s"
+    devices = {ln.result.env["device"]["name"] for ln in summary.lines
+               if ln.metric and ln.best is not None}
+    picture = article.find(id="the-picture")
+    assert len(picture("img")) == len(devices), "one summary figure per device with GB/s " \
+        "or TFLOP/s"
+    from kernels import sweeps
+    recorded = [key for key in sweeps.SWEEPS if sweeps.load(key) is not None]
+    assert len(article.find(id="how-cost-grows-with-size")("img")) == len(recorded), \
+        "one figure per recorded size sweep"
     for key in summary.unrecorded:
         assert key in text, f"{key} is not recorded and the page does not say so"
 
