@@ -25,7 +25,7 @@ def test_the_tables_agree_with_this_gpus_own_attributes():
 
     dev = cuda.get_current_device()
     assert hardware.max_threads_per_sm(dev.compute_capability) == \
-        dev.MAX_THREADS_PER_MULTI_PROCESSOR
+        dev.MAX_THREADS_PER_MULTIPROCESSOR
     assert hardware.REGISTERS_PER_SM == dev.MAX_REGISTERS_PER_MULTIPROCESSOR
     assert hardware.WARP == dev.WARP_SIZE
 
