@@ -53,11 +53,11 @@ def build_parser():
                        help="seconds for one notebook, cells and checks (default: 900)")
     grade.add_argument("--gradescope", action="store_true",
                        help="also write Gradescope's results.json (for one student's upload)")
-    grade.add_argument("--max-processes", type=int, default=1024,
+    grade.add_argument("--max-processes", type=int, default=1024, metavar="N",
                        help="processes and threads of one notebook (default: 1024)")
-    grade.add_argument("--max-memory", default="16G",
-                       help="memory of each of its processes, e.g. 4G (default: 16G)")
-    grade.add_argument("--max-disk", default="1G",
+    grade.add_argument("--max-memory", metavar="SIZE", help="memory of each of its "
+                       "processes, e.g. 6G (default: the machine's / jobs, 4G to 16G)")
+    grade.add_argument("--max-disk", default="1G", metavar="SIZE",
                        help="bytes in its scratch folder, e.g. 512M (default: 1G)")
     grade.add_argument("--unsafe-no-sandbox", action="store_true",
                        help="grade without the OS sandbox: notebooks can read and change "

@@ -41,12 +41,13 @@ def grade(args, parser):
     if args.timeout < 10:
         parser.error(f"--timeout is the time for one whole notebook, at least 10 s; got "
                      f"{args.timeout:g}")
-    limits = sandbox.Limits(args.max_processes, size(args.max_memory, "--max-memory", parser),
-                            size(args.max_disk, "--max-disk", parser))
+    memory = (size(args.max_memory, "--max-memory", parser) if args.max_memory else
+              sandbox.default_memory(args.jobs or os.cpu_count() or 1))
+    limits = sandbox.Limits(args.max_processes, memory, size(args.max_disk, "--max-disk", parser))
     if limits.processes < 64:
         parser.error(f"--max-processes must be at least 64 (Python, NumPy and the "
                      f"simulator start threads), got {limits.processes}")
-    limits = containment(args, limits, parser)
+    box = containment(args, limits, parser)
     out = pathlib.Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     try:
@@ -61,7 +62,7 @@ def grade(args, parser):
               f"{f' ({len(o.notes)} notes)' if o.notes else ''}, {o.seconds:.0f} s",
               file=sys.stderr, flush=True)
 
-    outcomes = runner.grade_all(subs, args.jobs, args.timeout, progress, limits)
+    outcomes = runner.grade_all(subs, args.jobs, args.timeout, progress, box)
     # Every worker, and every process it started, has ended: only now is the gradebook written.
     reports.write_grades(outcomes, out / "grades.csv")
     reports.write_feedback(outcomes, out / "feedback")
@@ -82,16 +83,17 @@ def size(text, option, parser):
 
 
 def containment(args, limits, parser):
-    """The sandbox's limits, or None where submissions run without it: said plainly,
-    before grading starts; without a sandbox only when asked, or where a service
-    isolates each submission already (sandbox.ISOLATED_BY)."""
+    """The sandbox.Sandbox to grade in, or None where submissions run without it: said
+    plainly, before grading starts; without a sandbox only when asked, or where a
+    service isolates each submission already (sandbox.ISOLATED_BY)."""
     if args.unsafe_no_sandbox:
         print("grading WITHOUT the OS sandbox (--unsafe-no-sandbox): each notebook runs as "
               "your user and can read and change whatever you can", file=sys.stderr)
         return None
-    why = sandbox.unavailable(runner.library_paths(), gpu=not kernels.SIMULATOR)
-    if why is None:
-        return limits
+    try:
+        return sandbox.find(limits, runner.library_paths(), gpu=not kernels.SIMULATOR)
+    except sandbox.Unavailable as err:
+        why = str(err)
     service = os.environ.get(sandbox.ISOLATED_BY)
     if service:
         print(f"the OS sandbox cannot run here: {why}. {service} runs each submission on a "

@@ -100,9 +100,9 @@ def _read_channel(stream, nonce, messages, problems):
         messages.append(message)
 
 
-def run_worker(notebook, labels, seconds, package_files, limits=None):
-    """Run one worker on `notebook` for `labels` within `seconds`: in the sandbox with
-    `limits` (sandbox.Limits), or, with None, only in a process of its own.
+def run_worker(notebook, labels, seconds, package_files, box=None):
+    """Run one worker on `notebook` for `labels` within `seconds`: in `box` (a
+    sandbox.Sandbox), or, with None, only in a process of its own.
 
     Returns (messages, problems, how it ended: None if it exited by itself, else the
     reason it was stopped), once every process it started has ended."""
@@ -113,24 +113,23 @@ def run_worker(notebook, labels, seconds, package_files, limits=None):
         nonce = secrets.token_hex(16)
         job = {"nonce": nonce, "labels": labels, "seconds": seconds * NOTEBOOK_SHARE,
                "check_seconds": max(seconds / 4, 5)}
-        if limits is None:
+        if box is None:
             scratch = os.path.join(folder, "scratch")
             os.makedirs(scratch)
             job.update(notebook=copy, scratch=scratch)
             argv = _worker_command(path)
         else:
             scratch = sandbox.SCRATCH
-            argv, user = sandbox.command(_worker_command(sandbox.PACKAGE), folder,
-                                         library_paths(), limits, gpu=not kernels.SIMULATOR)
+            argv, user = box.command(_worker_command(sandbox.PACKAGE), folder, library_paths())
             job.update(notebook=sandbox.NOTEBOOK, scratch=scratch, user=user,
-                       limits={"processes": limits.processes, "memory": limits.memory})
+                       limits={"processes": box.limits.processes, "memory": box.limits.memory})
             if user is not None:
                 sandbox.readable(folder)
         read_end, write_end = os.pipe()
         job["fd"] = write_end
         with open(os.path.join(folder, "log"), "wb") as log:
             proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=log, stderr=log,
-                                    cwd=folder if limits else scratch,
+                                    cwd=folder if box else scratch,
                                     env=_environment(scratch), pass_fds=(write_end,),
                                     start_new_session=True)
         os.close(write_end)
@@ -149,12 +148,12 @@ def run_worker(notebook, labels, seconds, package_files, limits=None):
                 proc.wait(timeout=seconds)
             except subprocess.TimeoutExpired:
                 stopped = f"it ran past the time limit of {seconds:.0f} s"
-            if limits is None:
+            if box is None:
                 _kill_group(proc)
             else:
                 _kill_sandbox(proc)
             if stopped is None and proc.returncode:
-                stopped = _exit_reason(proc.returncode, limits is not None)
+                stopped = _exit_reason(proc.returncode, box is not None)
             reader.join(timeout=5)
         return messages, problems, stopped
     finally:
@@ -213,7 +212,7 @@ def _exit_reason(code, sandboxed=False):
     return f"it exited with status {code} before the grader had finished"
 
 
-def grade(submission, package_files, timeout, limits=None):
+def grade(submission, package_files, timeout, box=None):
     """Grade one submission within `timeout` seconds in all: an Outcome, never an error."""
     start = time.monotonic()
     outcome = Outcome(submission)
@@ -238,7 +237,7 @@ def grade(submission, package_files, timeout, limits=None):
                                          f"{timeout:.0f} s for this notebook ran out"))
             break
         messages, problems, stopped = run_worker(submission.path, left, remaining,
-                                                 package_files, limits)
+                                                 package_files, box)
         events = {}
         for m in messages:
             events.setdefault(m.get("event"), []).append(m)
@@ -277,14 +276,14 @@ def grade(submission, package_files, timeout, limits=None):
     return outcome
 
 
-def grade_all(subs, jobs=None, timeout=600.0, progress=None, limits=None):
+def grade_all(subs, jobs=None, timeout=600.0, progress=None, box=None):
     """Outcomes of `subs`, in order, graded `jobs` at a time (default: the cores), each
-    in the sandbox with `limits`, or with None only in processes of their own."""
+    in `box` (a sandbox.Sandbox), or with None only in processes of their own."""
     files = package.files()  # read once: a notebook that rewrites them changes nothing
 
     def one(sub):
         try:
-            outcome = grade(sub, files, timeout, limits)
+            outcome = grade(sub, files, timeout, box)
         except Exception as err:  # the grader's own failure (a full disk): the rest go on
             outcome = Outcome(sub, notes=[f"Not graded: the grader failed on this notebook "
                                           f"({type(err).__name__}: {err}); grade it again"])

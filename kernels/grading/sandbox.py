@@ -57,6 +57,13 @@ class Limits:
     disk: int = 1 << 30
 
 
+def default_memory(jobs):
+    """The machine's memory shared by the notebooks graded at once, within 4 to 16 GiB:
+    a notebook on the simulator uses about 2 GiB (22 exercises' checks)."""
+    total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    return min(max(total // jobs, 4 << 30), 16 << 30)
+
+
 def executable():
     """The bwrap to run, or None."""
     return os.environ.get(BWRAP) or shutil.which("bwrap")
@@ -73,54 +80,62 @@ def _python_folders(library_paths):
                        for s in [*SYSTEM, *(o for o in folders if o != f)])]
 
 
-def command(argv, folder, library_paths, limits, gpu):
-    """The bwrap command line that runs `argv` with `folder`'s package/ and
-    submission.ipynb as /grader/..., and the user id the worker must drop to (or None)."""
-    root = os.geteuid() == 0
-    args = [executable(), "--die-with-parent", "--new-session"]
-    if root:
-        args += ["--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts",
-                 "--unshare-cgroup-try", "--cap-drop", "ALL",
-                 "--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID"]
-    else:
-        args += ["--unshare-all", "--unshare-user", "--disable-userns"]
-    args += ["--proc", "/proc", "--dev", "/dev",
-             "--perms", "1777", "--size", str(limits.disk), "--tmpfs", SCRATCH,
-             "--perms", "1777", "--size", str(SHM_BYTES), "--tmpfs", "/dev/shm"]
-    for path in SYSTEM:
-        if os.path.islink(path):
-            args += ["--symlink", os.readlink(path), path]
-        elif os.path.isdir(path):
+@dataclasses.dataclass(frozen=True)
+class Sandbox:
+    """How workers are sandboxed here: `limits`, the GPU's device files or not, and
+    whether bwrap runs as root without a user namespace (the worker then drops to a
+    random user) or makes one."""
+    limits: Limits
+    gpu: bool
+    as_root: bool
+
+    def command(self, argv, folder, library_paths):
+        """The bwrap command line that runs `argv` with `folder`'s package/ and
+        submission.ipynb as /grader/..., and the user id the worker must become (or None)."""
+        args = [executable(), "--die-with-parent", "--new-session"]
+        if self.as_root:
+            args += ["--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts",
+                     "--unshare-cgroup-try", "--cap-drop", "ALL",
+                     "--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID"]
+        else:
+            args += ["--unshare-all", "--unshare-user", "--disable-userns"]
+        args += ["--proc", "/proc", "--dev", "/dev",
+                 "--perms", "1777", "--size", str(self.limits.disk), "--tmpfs", SCRATCH,
+                 "--perms", "1777", "--size", str(SHM_BYTES), "--tmpfs", "/dev/shm"]
+        for path in SYSTEM:
+            if os.path.islink(path):
+                args += ["--symlink", os.readlink(path), path]
+            elif os.path.isdir(path):
+                args += ["--ro-bind", path, path]
+        made = {"/", SCRATCH}
+
+        def parents(path):  # bwrap makes missing folders private (0700): the user must pass
+            for parent in reversed(pathlib.PurePosixPath(path).parents):
+                if str(parent) not in made:
+                    made.add(str(parent))
+                    args.extend(["--perms", "0755", "--dir", str(parent)])
+
+        for name in ETC:
+            parents(f"/etc/{name}")
+            args += ["--ro-bind-try", f"/etc/{name}", f"/etc/{name}"]
+        folders = _python_folders(library_paths)
+        for path in folders:
+            parents(path)
             args += ["--ro-bind", path, path]
-    made = {"/", SCRATCH}
-
-    def parents(path):  # bwrap makes missing folders private (0700): the user must pass
-        for parent in reversed(pathlib.PurePosixPath(path).parents):
-            if str(parent) not in made:
-                made.add(str(parent))
-                args.extend(["--perms", "0755", "--dir", str(parent)])
-
-    for name in ETC:
-        parents(f"/etc/{name}")
-        args += ["--ro-bind-try", f"/etc/{name}", f"/etc/{name}"]
-    folders = _python_folders(library_paths)
-    for path in folders:
-        parents(path)
-        args += ["--ro-bind", path, path]
-    for path in sys.path:  # an installed copy of the course, maybe with its solutions
-        hidden = os.path.join(path, "kernels")
-        if path and os.path.isdir(hidden) and any(
-                hidden.startswith(f.rstrip("/") + "/") for f in folders):
-            args += ["--tmpfs", hidden, "--remount-ro", hidden]
-    parents(PACKAGE)
-    args += ["--ro-bind", os.path.join(folder, "package"), PACKAGE,
-             "--ro-bind", os.path.join(folder, "submission.ipynb"), NOTEBOOK]
-    if gpu:
-        for path in sorted(glob.glob("/dev/nvidia*")):
-            args += ["--dev-bind", path, path]
-        args += ["--ro-bind", "/sys", "/sys"]
-    args += ["--remount-ro", "/dev", "--remount-ro", "/", "--chdir", SCRATCH, "--", *argv]
-    return args, (random.SystemRandom().randrange(*PRIVATE_UIDS) if root else None)
+        for path in sys.path:  # an installed copy of the course, maybe with its solutions
+            hidden = os.path.join(path, "kernels")
+            if path and os.path.isdir(hidden) and any(
+                    hidden.startswith(f.rstrip("/") + "/") for f in folders):
+                args += ["--tmpfs", hidden, "--remount-ro", hidden]
+        parents(PACKAGE)
+        args += ["--ro-bind", os.path.join(folder, "package"), PACKAGE,
+                 "--ro-bind", os.path.join(folder, "submission.ipynb"), NOTEBOOK]
+        if self.gpu:
+            for path in sorted(glob.glob("/dev/nvidia*")):
+                args += ["--dev-bind", path, path]
+            args += ["--ro-bind", "/sys", "/sys"]
+        args += ["--remount-ro", "/dev", "--remount-ro", "/", "--chdir", SCRATCH, "--", *argv]
+        return args, (random.SystemRandom().randrange(*PRIVATE_UIDS) if self.as_root else None)
 
 
 def readable(folder):
@@ -131,30 +146,36 @@ def readable(folder):
             os.chmod(os.path.join(top, name), 0o644)
 
 
-def unavailable(library_paths, gpu):
-    """Why the sandbox cannot run on this machine, in words; None if it can."""
+class Unavailable(Exception):
+    """The sandbox cannot run on this machine: the message says why."""
+
+
+def find(limits, library_paths, gpu):
+    """The Sandbox for this machine, tried once on a trivial command; Unavailable if it
+    does not run here. As root, bwrap runs without a user namespace: in one, the worker
+    would stay root to the kernel, and a limit on processes does not hold for root."""
     bwrap = executable()
     if not bwrap:
-        return ("bubblewrap (bwrap) is not installed (Debian and Ubuntu: "
-                "sudo apt-get install bubblewrap; Fedora: sudo dnf install bubblewrap)")
+        raise Unavailable("bubblewrap (bwrap) is not installed (Debian and Ubuntu: "
+                          "sudo apt-get install bubblewrap; Fedora: sudo dnf install bubblewrap)")
     if not os.access(bwrap, os.X_OK):
-        return f"{bwrap} (from {BWRAP}) is not an executable file"
+        raise Unavailable(f"{bwrap} is not an executable file")
+    box = Sandbox(limits, gpu, as_root=os.geteuid() == 0)
     with tempfile.TemporaryDirectory(prefix="kernels-probe-") as folder:
         os.makedirs(os.path.join(folder, "package"))
         open(os.path.join(folder, "submission.ipynb"), "w").close()
         readable(folder)
-        probe = [sys.executable, "-I", "-c", "import os; os.setgroups([]) if os.getuid() "
-                 "== 0 else None"]
-        args, _ = command(probe, folder, library_paths, Limits(), gpu)
+        probe = [sys.executable, "-I", "-c", f"import os; os.setgroups([]) if {box.as_root} "
+                 f"else None; open({NOTEBOOK!r}).close()"]
+        args, _ = box.command(probe, folder, library_paths)
         try:
             proc = subprocess.run(args, capture_output=True, text=True, timeout=60,
                                   stdin=subprocess.DEVNULL)
-        except OSError as err:
-            return f"{bwrap} could not be started ({err})"
-        except subprocess.TimeoutExpired:
-            return f"{bwrap} did not finish a trial run within 60 s"
+        except (OSError, subprocess.TimeoutExpired) as err:
+            raise Unavailable(f"{bwrap} did not run ({err})") from None
     if proc.returncode:
         said = (proc.stderr.strip() or f"exit status {proc.returncode}").splitlines()[-1]
-        return (f"{bwrap} could not create its namespaces ({said}); this machine or "
-                "container does not allow user namespaces")
-    return None
+        raise Unavailable(f"{bwrap} could not set up its namespaces ({said}): this machine "
+                          "or container does not allow them"
+                          + (" to root" if box.as_root else ""))
+    return box
