@@ -117,3 +117,15 @@ def test_without_a_sandbox_the_grader_refuses_unless_told(tmp_path):
         rows, feedback = grade([path], tmp_path / f"out{len(extra)}", *extra,
                                env={**missing, **service})
         assert "not valid JSON" in feedback["broken"]
+
+
+@pytest.mark.parametrize("option, value, said", [
+    ("--max-memory", "lots", "'lots' is not a size"),
+    ("--max-disk", "0", "'0' is not a size"),
+    ("--max-processes", "10", "--max-processes must be at least 64")])
+def test_bad_limits_are_refused_with_what_is_accepted(tmp_path, option, value, said):
+    proc = subprocess.run([sys.executable, "-m", "kernels", "grade", str(tmp_path), "--out",
+                           str(tmp_path / "out"), option, value], cwd=ROOT,
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2 and said in proc.stderr, proc.stderr
+    assert not (tmp_path / "out").exists()
