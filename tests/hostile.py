@@ -162,6 +162,14 @@ if os.fork() == 0:  # double fork and a new session: no longer the worker's chil
 os.wait()
 '''
 
+SPIN = '''\
+import signal
+
+signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGALRM})  # the notebook's time limit
+while True:
+    pass
+'''
+
 SNOOPS = ['open("{other}").read()  # another submission',
           'import os\n\nos.listdir("{out}")  # the out folder',
           'open("{secret}").read()  # the grader\'s home',
@@ -204,6 +212,10 @@ def escapes(targets):
     t = targets
     return {
         "detached": (notebook([DETACHED.format(**t), SAXPY], "gridstride"), 1, []),
+        # the grader's hard limit ends it, with what it started
+        "detached-and-stuck": (notebook([SAXPY, DETACHED.format(**t), SPIN], "gridstride"), 0,
+                               ["stopped while running code cell 3: it ran past the time "
+                                "limit"]),
         "snoops": (notebook([s.format(**t) for s in SNOOPS] + [SAXPY], "gridstride"), 1,
                    [f"FileNotFoundError: [Errno 2] No such file or directory: '{p}'"
                     for p in (t["other"], t["out"], t["secret"], t["answers"])]),
