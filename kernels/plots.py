@@ -19,6 +19,7 @@ and, inside IPython, shows every figure made by ``figure()`` through ``png()``.
 
 import io
 import json
+import textwrap
 
 import matplotlib
 import matplotlib.pyplot as plt
@@ -31,6 +32,7 @@ DPI = 200          # sharp on a high-density screen, where 690 CSS px are 1380 p
 MIN_PT = 9         # the smallest text a course figure may hold
 MIN_PX = 10        # the smallest text a reader should see on screen, in CSS px
 KEY = "course-figure"  # the PNG text field that carries the figure's facts
+TITLE_CHARS = 84   # characters of 10 pt text across the column, with a margin
 
 STYLE = {"font.size": 10, "axes.titlesize": 10, "axes.labelsize": 10,
          "xtick.labelsize": 9, "ytick.labelsize": 9, "legend.fontsize": 9,
@@ -60,7 +62,9 @@ def title(target, what, result=None):
     edge, where long lines have the whole width."""
     fig = target if isinstance(target, Figure) else target.figure
     text = what if result is None else f"{what}\n{result.caption}"
-    fig.suptitle(text, x=0.01, ha="left", fontsize=matplotlib.rcParams["axes.titlesize"])
+    lines = [part for line in text.split("\n") for part in textwrap.wrap(line, TITLE_CHARS)]
+    fig.suptitle("\n".join(lines), x=0.01, ha="left",
+                 fontsize=matplotlib.rcParams["axes.titlesize"])
 
 
 def smallest_text_pt(fig):
