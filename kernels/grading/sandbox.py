@@ -14,8 +14,8 @@ command. It needs no daemon and no root (Docker needs both). Inside, a worker se
                                files and /sys
 
 and nothing else: no network (an empty network namespace), no other submission, not
-the out folder, not the home folder. The worker is the first process of a new PID
-namespace (bwrap's init above it): when it ends, or the grader kills that init, the
+the out folder, not the home folder. The worker runs in a new PID namespace under
+bwrap's init, its process 1: when the worker ends, or the grader kills that init, the
 kernel kills every process the notebook started, detached ones included, and bwrap
 returns only after they are gone.
 
@@ -44,7 +44,9 @@ SYSTEM = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
 ETC = ("ld.so.cache", "ld.so.conf", "ld.so.conf.d", "alternatives", "localtime",
        "nsswitch.conf", "passwd", "group", "fonts")  # libraries, the CUDA driver, fonts
 PASSED_PATHS = ("LD_LIBRARY_PATH", "CUDA_HOME", "CUDA_PATH")  # folders the driver may need
-PRIVATE_UIDS = (1 << 20, 1 << 30)  # no distribution hands out user ids in this range
+# Far above login users' ids; a clash would matter little: the sandbox sees no other
+# user's processes, and no files but its own and the read-only ones above.
+PRIVATE_UIDS = (1 << 20, 1 << 30)
 
 
 @dataclasses.dataclass(frozen=True)
