@@ -389,6 +389,37 @@ def test_streams_both_directions_overlap_each_a_little_slower():
     assert max(into, out) < both < 0.9 * (into + out)
 
 
+
+def test_streams_timelines_show_the_tails_and_orders_the_text_describes():
+    """streams.md, the timelines: the part that sticks out after the last copy in shrinks
+    from one chunk to four to sixteen ("a sixteenth of the copy out"); "the copy engine
+    does not take the streams in the order they were queued"; with Numba's copies "the
+    copies out ... pile up at the end"; one stream per stage "takes the chunks in order
+    ... and almost nothing sticks out after the last copy in"; "each of these runs ends
+    within ...% of the same pipeline's time above" (a few percent)."""
+    timeline = rec("streams.timeline")
+    copy_out = med(_pipe().get("copy out, whole"))
+
+    def run(name, chunks):
+        r = next(r for r in timeline.rows(name=name) if r["chunks"] == chunks)
+        ins = sorted((s for s in r["steps"] if s["step"] == "copy in"),
+                     key=lambda s: s["done_ms"])
+        end = max(s["done_ms"] for s in r["steps"])
+        return r, end - ins[-1]["done_ms"], [s["chunk"] for s in ins], end
+
+    tails = [run(DRIVER, k)[1] for k in (1, 4, 16)]
+    assert tails == sorted(tails, reverse=True)
+    assert tails[2] < 2 * copy_out / 16
+    assert run(DRIVER, 16)[2] != sorted(run(DRIVER, 16)[2])
+    assert run(NUMBA, 16)[1] > copy_out / 2
+    stage, tail, order, _ = run(STAGE, 8)
+    assert order == sorted(order) and tail < tails[2]
+    for r in timeline.rows():
+        end = max(s["done_ms"] for s in r["steps"])
+        same = _pipe().get(r["name"], chunks=r["chunks"], memory="pinned", shrink=r["shrink"])
+        assert abs(end / med(same) - 1) < 0.05, (r["name"], r["chunks"])
+
+
 # ---------------------------------------------------------------- gridstride.md
 
 
