@@ -25,3 +25,25 @@ def test_gridstride_shows_module_kernels_and_plots(built_book):
     for src in images:
         assert (built_book / "book" / src).stat().st_size > 5000, src
     assert "Traceback" not in html
+
+
+@pytest.mark.parametrize("name", CHAPTERS)
+def test_cell_options_are_valid_yaml(name):
+    """A code cell's `---` options block is YAML; a caption with ': ' in a plain scalar
+    stops myst-nb ("Invalid options format"). Checked here in a second, before a build."""
+    import pathlib
+    import sys
+
+    import yaml
+    root = pathlib.Path(__file__).resolve().parent.parent
+    sys.path.insert(0, str(root / "book" / "_tools"))
+    import myst
+
+    for block in myst.split((root / "book" / f"{name}.md").read_text()):
+        if getattr(block, "name", None) == "code-cell":
+            try:
+                block.options_and_content()
+            except yaml.YAMLError as err:
+                pytest.fail(f"book/{name}.md line {block.line}: the cell's options are not "
+                            f"YAML ({str(err).splitlines()[0]}); write a long caption or alt "
+                            "text as a block scalar (caption: >-)")
