@@ -171,7 +171,7 @@ def exhibits():
 @benchmark(r.zero_kernel, r._args, r._sum, r.default_blocks, r.sum_unrolled,
            r.sum_unrolled_kernel)
 def travel():
-    """When the GPU loses: the same sum, with the data where the caller has it."""
+    """The trip to the GPU: the same sum, with the data where the caller has it."""
     n = size("reduction")
     a = _data(n)
     expected = r.sum_reference(a)
