@@ -420,6 +420,18 @@ def test_streams_timelines_show_the_tails_and_orders_the_text_describes():
         assert abs(end / med(same) - 1) < 0.05, (r["name"], r["chunks"])
 
 
+
+def test_streams_pipeline_comes_close_to_the_pcie_floor():
+    """streams.md summary: "Pipelining copy in, kernel and copy out over chunks on their own
+    streams brings a transfer-bound computation close to the floor set by the PCIe
+    bandwidth"; the serial version (one chunk) is far from it."""
+    pipe = _pipe()
+    floor = pipe.get("floor")["floor_ms"]
+    fastest = min(pipe.rows(memory="pinned"), key=med)
+    assert floor / med(fastest) > 0.85
+    assert floor / med(_pipe_row(DRIVER, 1)) < 0.7
+
+
 # ---------------------------------------------------------------- gridstride.md
 
 
