@@ -185,6 +185,16 @@ def test_atomics_same_counter_shared_atomics_are_cheap():
         assert compare.verdict(_inputs(name, SPACES), _inputs(name, UNIFORM)) != "slower"
 
 
+def test_atomics_input_matters_far_less_in_shared_memory():
+    """atomics.md: "In shared memory the input matters far less" (than for global
+    atomics, whose text and all-spaces times are several times the uniform one)."""
+    def slowdown(name, label):  # time on `label` over time on uniform bytes
+        return compare.ratio(_inputs(name, UNIFORM), _inputs(name, label))
+    for label in (TEXT, SPACES):
+        assert slowdown("histogram_global_atomics", label) > 2
+        assert slowdown("histogram_shared_atomics", label) < 1.5
+
+
 def test_atomics_lane_private_times_alike_on_every_input_and_does_not_win_on_text():
     """atomics.md: "The lane-private version, as designed, takes the same time on every
     input ..., but it pays for its 32 copies, so the collisions it designs away do not
@@ -347,6 +357,13 @@ def test_streams_stage_streams_queued_and_unqueued_agree():
     ...% at every chunk count" (a few percent)."""
     for r in _pipe().rows(name=STAGE, memory="pinned", shrink=1):
         assert abs(r["queued_ms"] / med(r) - 1) < 0.05, r["chunks"]
+
+
+def test_streams_stage_streams_not_measurably_faster_with_equal_chunks():
+    """streams.md: "with 16 equal chunks it is [about as fast as the driver-copies
+    version]: the order it imposes is certain, but with equal chunks it is not measurably
+    faster on this GPU"."""
+    assert compare.verdict(_pipe_row(STAGE, 16), _pipe_row(DRIVER, 16)) == "as fast"
 
 
 def test_streams_shrink_above_the_bound_and_a_handful_of_chunks_suffice():
