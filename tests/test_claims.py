@@ -135,12 +135,13 @@ def _atomic(k):
 
 
 def test_atomics_cost_follows_cache_lines_not_only_addresses():
-    """atomics.md: "with 32 counters every lane of a warp has a counter of its own, yet
-    the time is about as fast as with 8, as the 32 counters still share two cache lines;
-    with 128 counters (8 lines) an increment costs ... ns" (less), and contention on one
-    address costs more than spreading over one line."""
+    """atomics.md: "with 32 counters every lane of a warp has a counter of its own, yet an
+    increment is about as fast as with 8, because each warp now sends two requests, one
+    to each of the two lines ... With 128 counters (8 lines) the same two requests per
+    warp spread over four times the lines" (the model predicts 4 times less; more than 2
+    is asserted), and contention on one address costs more than spreading over one line."""
     assert compare.verdict(_atomic(32), _atomic(8)) == "as fast"
-    assert compare.ratio(_atomic(128), _atomic(32)) > 2
+    assert 2 < compare.ratio(_atomic(128), _atomic(32)) < 5
     assert compare.ratio(_atomic(1024), _atomic(128)) > 2
     assert compare.verdict(_atomic(8), _atomic(1)) == "faster"
 
