@@ -51,6 +51,12 @@ def test_what_the_tracer_cannot_run_is_said_and_not_failed():
         in report.cases[-1].description
 
 
+def test_an_answer_that_already_failed_is_not_traced_on_the_simulator():
+    report = core.Report("a_check", [core.Case("the values", False, "wrong")])
+    report = races.kernel(report, racy_count_kernel, (2, 4), (np.zeros(1, np.int32),))
+    assert len(report.cases) == 1
+
+
 def test_inside_a_graded_notebook_the_case_waits_for_the_grader(monkeypatch):
     monkeypatch.setattr(core, "DEFERRED", True)
     report = races.kernel(_report(), racy_count_kernel, (2, 4), (np.zeros(1, np.int32),))
@@ -68,7 +74,7 @@ def _book_calls(rng):
     m[0] = rng.integers(0, 100, 40)
     p, q = rng.random((16, 16), dtype=np.float32), rng.random((16, 16), dtype=np.float32)
     calls = {f"atomics.{k}": (f, (np.zeros(1, np.int64),), {}) for k, f in atomics.VERSIONS.items()}
-    calls.update({f"histogram.{k}": (f, (data,), {"blocks": 2})
+    calls.update({f"histogram.{k}": (f, (data,), {"blocks": 2, "threads": 64})
                   for k, f in histogram.VERSIONS.items()})
     calls.update({f"reduction.{k}": (f, (a,), {"blocks": 2})
                   for k, f in reduction.VERSIONS.items() if k not in reduction.GPU_ONLY})

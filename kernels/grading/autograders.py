@@ -32,7 +32,8 @@ python3 -m venv /autograder/venv
 RUN_AUTOGRADER = f"""\
 #!/usr/bin/env bash
 # Gradescope runs this for every submission: the notebook(s) the student uploaded are
-# in /autograder/submission. Gradescope has no GPU: the kernels run on the simulator.
+# in /autograder/submission. Gradescope has no GPU: the kernels run on the simulator,
+# where the checkers' race case (the tracer) finds races a GPU would show.
 # Gradescope gives every submission a container of its own, so the grader needs no OS
 # sandbox here ({sandbox.ISOLATED_BY}): it uses one only where the container allows it.
 cd /autograder/source
@@ -93,7 +94,8 @@ def classroom(out, chapter, spec, notebook=None):
                       f'"${{{{steps.{ex.label}.outputs.result}}}}"\n' for ex in exercises)
     text = f"""\
 # GitHub Classroom autograding for the {chapter} chapter (python -m kernels grade-setup).
-# Runs on GitHub's CPU runners: the kernels run on the Numba CUDA simulator. Each push
+# Runs on GitHub's CPU runners: the kernels run on the Numba CUDA simulator, where the
+# checkers' race case (the tracer) finds races a GPU would show. Each push
 # gets a fresh runner of its own, so the grader needs no OS sandbox here
 # ({sandbox.ISOLATED_BY}): it uses one only where the runner allows it.
 name: Autograding

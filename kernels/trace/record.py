@@ -45,11 +45,21 @@ class _Region:
         self.name, self.space = name, space
         self.start = ary.__array_interface__["data"][0]
         self.end = self.start + ary.nbytes
-        self.shape, self.dtype = ary.shape, ary.dtype
+        self.shape, self.dtype, self.itemsize = ary.shape, ary.dtype, ary.dtype.itemsize
         root = ary
         while isinstance(root.base, np.ndarray):
             root = root.base
         self.root = root.__array_interface__["data"][0]
+
+
+    def unravel(self, flat):
+        """The index of element number `flat` of the (C-ordered) region."""
+        index = []
+        for n in reversed(self.shape[1:]):
+            flat, i = divmod(flat, n)
+            index.append(i)
+        index.append(flat)
+        return tuple(index[::-1])
 
 
 def _dim3(d):
@@ -61,11 +71,11 @@ class Recorder:
 
     def __init__(self):
         self.launches, self.operations = [], []
-        self.count = 0
+        self.count = 0  # accesses recorded by the launches before the current one
         self.last = {}  # thread ident -> its latest Access (the atomic that took a lock)
         self._seq = itertools.count()
         self._lock = threading.Lock()
-        self._regions = []  # sorted by start: (start, _Region), this launch's arrays
+        self._regions = ([], [])  # this launch's arrays: (their starts, _Regions), sorted
         self._allocations = {}  # root address -> name, for stream pictures
         self._launch = None
         self._streams = {}  # id(stream) -> number; 0 is the default stream
@@ -147,14 +157,15 @@ class Recorder:
     # ---------------------------------------------------------------- regions
 
     def _add_region(self, region):
-        starts = [r[0] for r in self._regions]
-        self._regions.insert(bisect.bisect(starts, region.start), (region.start, region))
+        regions = sorted(self._regions[1] + [region], key=lambda r: r.start)
+        # replaced whole, in one assignment: readers never lock
+        self._regions = ([r.start for r in regions], regions)
 
     def _find(self, address):
-        starts = [r[0] for r in self._regions]
+        starts, regions = self._regions
         i = bisect.bisect(starts, address) - 1
         while i >= 0:
-            region = self._regions[i][1]
+            region = regions[i]
             if region.start <= address < region.end:
                 return region
             i -= 1
@@ -176,8 +187,7 @@ class Recorder:
         region = self._find(address)
         if region is None:
             return  # not an argument or shared array of this launch (a local array)
-        flat = (address - region.start) // region.dtype.itemsize
-        index = tuple(int(i) for i in np.unravel_index(flat, region.shape))
+        index = region.unravel((address - region.start) // region.itemsize)
         counts = thread.__dict__.setdefault("_sites", {})
         key = (id(frame.f_code), _instruction(frame.f_code, frame.f_lasti))
         k = counts.get(key, 0)
@@ -192,15 +202,16 @@ class Recorder:
             region.dtype.itemsize, kind, op, epoch,
             frozenset(getattr(thread, "_locks", ())), (key[0], key[1], k),
             grid_epoch, counter, clock)
-        with self._lock:
-            self.count += 1
-            self.last[thread.ident] = access
-            if self.count > MAX_ACCESSES:
-                raise TraceTooLarge(
-                    f"more than {MAX_ACCESSES:,} memory accesses recorded: trace a smaller "
-                    "input or a smaller launch (a few blocks of a few dozen threads show "
-                    "the pattern)")
-            self._launch.accesses.append(access)
+        # No lock: a dict item and a list append are single steps under the GIL, and
+        # the threads would queue for it on every access.
+        self.last[thread.ident] = access
+        accesses = self._launch.accesses
+        accesses.append(access)
+        if self.count + len(accesses) > MAX_ACCESSES:
+            raise TraceTooLarge(
+                f"more than {MAX_ACCESSES:,} memory accesses recorded: trace a smaller "
+                "input or a smaller launch (a few blocks of a few dozen threads show "
+                "the pattern)")
 
     # ----------------------------------------------------------------- launch
 
@@ -222,7 +233,7 @@ class Recorder:
                              "tracer cannot run it")
         names = list(fn.__code__.co_varnames[:fn.__code__.co_argcount])
         wrapped, arrays, reads, writes = [], {}, [], []
-        self._regions = []
+        self._regions = ([], [])
         for name, arg in zip(names, args):
             if isinstance(arg, np.ndarray) and arg.ndim > 0:
                 arg = devicearray.FakeCUDAArray(arg)  # in place: the caller sees the writes
@@ -243,6 +254,7 @@ class Recorder:
         cooperative = blocks.uses_grid_sync(fn)
         self._launch = Launch(len(self.launches), fn.__name__, tuple(grid), tuple(block),
                               self._stream(stream), arrays, cooperative=cooperative)
+        self.count = sum(len(launch.accesses) for launch in self.launches)
         self.launches.append(self._launch)
         self.sync = Sync()
         try:
