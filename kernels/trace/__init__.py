@@ -9,9 +9,10 @@ threads), *args)`` does the same for one ``@cuda.jit`` kernel. Both return a
 conflicts, races) and the pictures take it.
 
 A trace is the kernel's *access pattern* at a tiny launch: which thread touches
-which element, and what orders those accesses (barriers, atomics, locks, streams).
-It is not the GPU's timing, nor its real interleaving: the simulator runs one block
-at a time and its threads as OS threads.
+which element, and what orders those accesses (block and grid barriers, atomics
+after a fence, locks, streams: kernels.trace.order). It is not the GPU's timing, nor
+its real interleaving: the simulator runs one block at a time (a cooperative kernel's
+blocks all at once, kernels.trace.blocks) and its threads as OS threads.
 
 On a machine with a GPU, Numba has already chosen the GPU when ``kernels`` was
 imported (it reads NUMBA_ENABLE_CUDASIM once), so the trace runs in a separate

@@ -109,19 +109,19 @@ def _pipelined(a, b, out, chunks):
 
 
 def cooperative_rows():
-    """rows_syncthreads on 3 blocks (cross-block reads race) and rows_grid_sync on the
-    one block the simulator can run cooperatively."""
+    """rows_syncthreads on 3 blocks (cross-block reads race) and rows_grid_sync on 3
+    blocks, which the tracer runs live so that grid.sync() waits for all of them."""
     rng = _rng()
     m = np.zeros((4, 40), np.int32)
     m[0] = rng.integers(0, 100, 40)
     block_barrier = trace_run(cooperative.rows_syncthreads, m.copy(), blocks=3, threads=16)
-    grid_barrier = trace_run(cooperative.rows_grid_sync, m.copy(), threads=16)
+    grid_barrier = trace_run(cooperative.rows_grid_sync, m.copy(), blocks=3, threads=16)
     found = analyses.races(block_barrier)
     covs = [analyses.coverage(block_barrier, "m"), analyses.coverage(grid_barrier, "m")]
     return pictures.coverage_figure(covs, [
         f"rows_syncthreads, 3 blocks of 16 threads: {len(found)} elements (red) are read "
         "by a thread of another block with no barrier between",
-        f"rows_grid_sync, 1 block of 16 threads (the simulator's cooperative limit): "
+        f"rows_grid_sync, 3 blocks of 16 threads, all live under the tracer: "
         f"{len(analyses.races(grid_barrier))} races"],
         mark=[[r.index for r in found], []],
         mark_label="read by another block, unordered")
