@@ -113,3 +113,20 @@ def test_book_kernels_are_race_free_unless_racy_by_design(name):
         assert found, f"{name} is racy by design, and the tracer found no race"
     else:
         assert not found, found[:3]
+
+
+def test_on_a_gpu_machine_a_notebooks_answer_travels_to_the_tracer_as_its_source(rng):
+    """What the race case does where kernels.SIMULATOR is False, run here directly: the
+    answer, defined in a cell (here a planted racy one), is rebuilt in the tracer's
+    process from its source."""
+    import planted
+    from kernels.trace import remote
+
+    label = "atomics-ex-256"
+    source = planted.solution_source("histogram", planted.bug_changes(label, planted.RACES))
+    namespace = {"__name__": "__main__"}
+    exec(planted.module_cell("histogram", source, [label]), namespace)
+    fn = remote.portable(namespace["histogram_256"])
+    assert isinstance(fn, remote.Source)
+    t = remote.in_simulator_process(fn, (rng.integers(0, 4, 300, dtype=np.uint8),), {})
+    assert "both touch local[" in trace.races(t)[0].describe()

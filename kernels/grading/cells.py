@@ -11,6 +11,7 @@ installs packages on Colab, becomes ``import kernels``: the grader installs noth
 """
 
 import errno
+import linecache
 import re
 import signal
 import sys
@@ -101,7 +102,10 @@ def run(cells, namespace, seconds, on_cell=lambda number: None):
                 continue
             on_cell(number)
             try:
-                compiled = compile(code, f"<code cell {number}>", "exec")
+                filename = f"<code cell {number}>"
+                compiled = compile(code, filename, "exec")
+                # its source, for the tracer's process on a GPU (kernels.trace.remote)
+                linecache.cache[filename] = (len(code), None, code.splitlines(True), filename)
             except SyntaxError as err:
                 notes.append(f"{where} has a syntax error (line {err.lineno}: {err.msg}); "
                              "it was skipped and the next cells ran")
