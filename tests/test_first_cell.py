@@ -75,9 +75,10 @@ def run_cell(tmp_path, pip_exit=0, pip_says="", numba_cuda=NUMBA_CUDA, hide_chec
 
 def test_grader_knows_the_first_cell():
     """The grader runs `import kernels` in place of the first cell: it installs nothing."""
-    from kernels.grading import cells
+    from kernels import notebook_cells
 
-    assert first_cell.source(REPOSITORY, BRANCH, NUMBA_CUDA).startswith(cells.SETUP_PREFIX)
+    assert first_cell.source(REPOSITORY, BRANCH, NUMBA_CUDA).startswith(
+        notebook_cells.SETUP_PREFIX)
 
 
 

@@ -326,6 +326,29 @@ def test_notebook_runs_top_to_bottom(executed, name):
         assert "No GPU here" not in setup and "GPU" in setup
 
 
+@pytest.mark.parametrize("fails", [False, True])
+def test_plain_executor_runs_the_set_up_cell_first_and_stops_at_an_error(tmp_path, fails):
+    """Without Jupyter, the package's executor runs a notebook as nbclient would: the
+    set-up cell as written, before anything has imported `kernels` (it chooses GPU or
+    simulator itself); an error its cell expects is shown; any other fails the run."""
+    from kernels.notebook_cells import SETUP_PREFIX
+    from planted import code_cell
+
+    cells = [code_cell(SETUP_PREFIX + "\nimport sys\nprint('kernels', 'kernels' in sys.modules)"),
+             code_cell("raise ValueError('bad size')", tags=["raises-exception"]),
+             code_cell("1 / 0" if fails else "x = 1"), code_cell("print('last')")]
+    path = tmp_path / "nb.ipynb"
+    path.write_text(json.dumps({"cells": cells, "metadata": {}, "nbformat": 4,
+                                "nbformat_minor": 5}))
+    ok, log = notebooks.execute_all([path], tmp_path / "out", plain=True)[path]
+    assert ok is not fails, log
+    assert ("code cell 3 (`1 / 0`) raised ZeroDivisionError: division by zero" in log) is fails
+    nb = json.loads((tmp_path / "out" / "nb.ipynb").read_text())
+    outputs = ["".join(o["text"] for o in c["outputs"]) for c in nb["cells"]]
+    assert outputs == ["kernels False\n", "ValueError: bad size\n", "",
+                       "" if fails else "last\n"]
+
+
 def test_installed_package_finds_the_recordings(tmp_path):
     """Colab pip-installs `kernels` from the repository; the simulator fallback plots
     the recorded timings, so they must come with the installed package."""

@@ -1,7 +1,8 @@
 """Run generated notebooks top to bottom, as Colab would (the executor of notebooks.py).
 
 With Jupyter: nbclient, one fresh kernel per notebook. Without (the lent GPU has no
-Jupyter): the code cells run in order in one plain Python process. Several notebooks
+Jupyter): the code cells run in order in one plain Python process, by the package's
+plain executor (kernels/notebook_cells.py, which the grader uses too). Several notebooks
 run in parallel, each in its own process (``notebooks.py --execute``).
 """
 
@@ -13,6 +14,7 @@ import subprocess
 import sys
 
 CLI = pathlib.Path(__file__).with_name("notebooks.py")
+KERNELS = pathlib.Path(__file__).resolve().parents[2] / "kernels"
 
 
 def execute(path, out_dir, timeout=600):
@@ -36,34 +38,34 @@ def execute(path, out_dir, timeout=600):
 def execute_plain(path, out_dir):
     """Run the notebook's code cells in order in this process, without Jupyter.
 
-    For machines that have no Jupyter (the lent GPU): the code is the notebook's, run
-    in one namespace as a kernel would, and what each cell prints is saved as its
-    output. The cells contain no IPython magics (tests/test_notebooks.py)."""
-    import contextlib
-    import io
+    For machines that have no Jupyter (the lent GPU): the package's plain executor
+    (kernels/notebook_cells.py) runs the notebook's code, set-up cell included, in one
+    namespace as a kernel would; what each cell prints is saved as its output. It is
+    strict, as nbclient is: an error stops the notebook unless its cell is tagged
+    raises-exception."""
     import json
 
+    cells = notebook_cells()
     nb = json.loads(path.read_text())
     os.chdir(scratch(path, out_dir))
-    namespace = {"__name__": "__main__"}
     try:
-        for cell in nb["cells"]:
-            tags = cell["metadata"].get("tags", [])
-            if cell["cell_type"] == "code" and "skip-execution" not in tags:
-                printed = io.StringIO()
-                try:
-                    with contextlib.redirect_stdout(printed), contextlib.redirect_stderr(printed):
-                        exec(compile("".join(cell["source"]), f"{path.name} {cell['id']}", "exec"),
-                             namespace)
-                except Exception as err:  # as nbclient does: an expected error is shown
-                    if "raises-exception" not in tags:
-                        raise
-                    print(f"{type(err).__name__}: {err}", file=printed)
-                finally:
-                    cell["outputs"] = [{"output_type": "stream", "name": "stdout",
-                                        "text": printed.getvalue()}]
+        notes = cells.run(nb["cells"], {"__name__": "__main__"}, strict=True, keep_setup=True)
     finally:
         (pathlib.Path(out_dir) / path.name).write_text(json.dumps(nb, indent=1))
+    for note in notes:
+        print(f"{path.name}: {note}", file=sys.stderr)
+
+
+def notebook_cells():
+    """kernels/notebook_cells.py, loaded from its file: importing it from the package
+    would import `kernels` first, which chooses GPU or simulator before the notebook's
+    set-up cell can (the cell under test on a fresh runtime)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("notebook_cells", KERNELS / "notebook_cells.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def scratch(path, out_dir):

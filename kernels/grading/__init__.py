@@ -3,9 +3,9 @@
 One module per job:
     submissions   find the notebooks, read them, name them, tell which chapter each is
     package       the private, solution-free copy of `kernels` every worker imports
-    cells         run a notebook's code cells without Jupyter: time limit, output cap
     tamper        notice a notebook that changed the grader's code in its process
-    worker        the process that runs one notebook, then calls the checkers itself
+    worker        the process that runs one notebook (kernels.notebook_cells, with a time
+                  limit and capped output), then calls the checkers itself
     runner        start workers in parallel, with limits, and collect what they report
     reports       grades.csv, feedback/<submission>.md, Gradescope's results.json
     autograders   the Gradescope autograder and the GitHub Classroom workflow

@@ -79,9 +79,9 @@ def main():
         channel.flush()
 
     import kernels
-    from kernels import harness
+    from kernels import harness, notebook_cells
     from kernels.checks import core, registry
-    from kernels.grading import cells, submissions, tamper
+    from kernels.grading import submissions, tamper
 
     core.TIME_LIMIT_S = min(core.TIME_LIMIT_S, job["check_seconds"])
     harness.live_or_recorded = harness.recorded  # timing cells show recordings: no benchmarks
@@ -91,9 +91,9 @@ def main():
     namespace = {"__name__": "__main__"}
     core.DEFERRED = True
     try:
-        notes = cells.run(notebook["cells"], namespace, job["seconds"],
-                          on_cell=lambda number: send("cell", number=number))
-    except cells.NotebookTimeout:  # raised between two cells, outside their handler
+        notes = notebook_cells.run(notebook["cells"], namespace, job["seconds"],
+                                   on_cell=lambda number: send("cell", number=number))
+    except notebook_cells.NotebookTimeout:  # raised between two cells, outside their handler
         notes = ["the notebook was stopped at its time limit"]
     finally:
         core.DEFERRED = False
