@@ -24,43 +24,42 @@ def atomic_count_kernel(counts):
     cuda.atomic.add(counts, 0, 1)
 
 
-def _report():
-    return core.Report("a_check", [core.Case("the values", True, "")])
+def _check(kernel, cases=(("the values", 1, 1),), exercise="a_check"):
+    """run_cases with `kernel`'s race case at [2, 4] on a one-element counter."""
+    race = races.kernel(kernel, (2, 4), (np.zeros(1, np.int32),))
+    return core.run_cases(exercise, list(cases), lambda inputs: inputs, race=race)
 
 
-def test_a_race_fails_the_answer_first_and_names_the_accesses():
-    report = races.kernel(_report(), racy_count_kernel, (2, 4), (np.zeros(1, np.int32),))
-    assert not report.passed
-    case = report.cases[0]  # first, so its detail is shown whatever else failed
+def test_a_race_ends_the_check_on_the_simulator_and_names_the_accesses():
+    report = _check(racy_count_kernel)
+    assert not report.passed and len(report.cases) == 1
+    case = report.cases[0]
     assert case.description == ("no race between threads, blocks or streams, traced at "
                                 "[2, 4]")
-    assert case.detail.startswith("the tracer ran your code on the simulator and found")
+    assert case.detail.startswith(races.PREFIX)
     assert "both touch counts[0]" in case.detail and "no atomic or lock" in case.detail
 
 
-def test_a_race_free_answer_passes_the_case():
-    report = races.kernel(_report(), atomic_count_kernel, (2, 4), (np.zeros(1, np.int32),))
+def test_a_race_free_answer_passes_the_case_after_the_others():
+    report = _check(atomic_count_kernel)
     assert report.passed and len(report.cases) == 2
+    assert report.cases[-1].description.startswith("no race between threads")
 
 
 def test_what_the_tracer_cannot_run_is_said_and_not_failed():
-    report = races.kernel(_report(), reduction.sum_warp_shuffle_kernel, (1, 32),
-                          (np.ones(64, np.int32), np.zeros(1, np.int64)))
-    assert report.passed
+    race = races.kernel(reduction.sum_warp_shuffle_kernel, (1, 32),
+                        (np.ones(64, np.int32), np.zeros(1, np.int64)))
+    case = race()
+    assert case.passed
     assert "not traced (TraceError: sum_warp_shuffle_kernel calls cuda.shfl_down_sync" \
-        in report.cases[-1].description
-
-
-def test_an_answer_that_already_failed_is_not_traced_on_the_simulator():
-    report = core.Report("a_check", [core.Case("the values", False, "wrong")])
-    report = races.kernel(report, racy_count_kernel, (2, 4), (np.zeros(1, np.int32),))
-    assert len(report.cases) == 1
+        in case.description
 
 
 def test_inside_a_graded_notebook_the_case_waits_for_the_grader(monkeypatch):
     monkeypatch.setattr(core, "DEFERRED", True)
-    report = races.kernel(_report(), racy_count_kernel, (2, 4), (np.zeros(1, np.int32),))
-    assert len(report.cases) == 1
+    report = _check(racy_count_kernel)
+    assert report.passed and len(report.cases) == 1
+    assert report.cases[0].description.startswith("not run inside the notebook")
 
 
 # Every book kernel at a small launch: (host function, its arguments, keywords).

@@ -125,9 +125,15 @@ def test_an_input_never_read_is_named():
 
 
 def test_a_race_is_named_with_its_threads_and_element(rng):
-    # The first failing case: n=17 on [1, 1], one thread that swaps every pair twice
-    (line,) = _tracer_lines(checks.reverse_inplace(reverse_every_thread_swaps_kernel))
-    assert line == ("the tracer: 17 elements of x were written more than once, x[0] 2 times "
+    # On the simulator the race case runs first and ends the check, naming the race
+    (case,) = checks.reverse_inplace(reverse_every_thread_swaps_kernel).cases
+    assert not case.passed and "both touch x[" in case.detail
+    assert _tracer_lines(checks.Report("reverse_inplace", [case])) == []  # said once
+    # On [1, 1], one thread swaps every pair twice: no race, but writes twice
+    x = np.arange(17, dtype=np.int32)
+    line = hints.kernel_hint(reverse_every_thread_swaps_kernel, (1, 1), (x,), 0,
+                             every_element=False)
+    assert line == ("17 elements of x were written more than once, x[0] 2 times "
                     "by block 0 thread 0: each element needs exactly one final write")
     # On [3, 7] threads i and 16 - i both swap x[i] and x[16 - i]
     x = rng.integers(0, 100, 17).astype(np.int32)

@@ -53,10 +53,10 @@ def rotate_rows(kernel):
         kernel[blocks, threads](work.array)
         return work.read("m")
 
-    report = run_cases("rotate_rows", cases, run)
     m = np.full((4, 53), -1, np.int32)
     m[0] = rng.integers(0, 10**6, 53)
-    return races.kernel(report, kernel, RACE_LAUNCH, (m,), "[3, 16] on a 4 x 53 matrix")
+    return run_cases("rotate_rows", cases, run, race=races.kernel(
+        kernel, RACE_LAUNCH, (m,), "[3, 16] on a 4 x 53 matrix"))
 
 
 def normalize_by_max(kernel):
@@ -80,11 +80,10 @@ def normalize_by_max(kernel):
                                 cuda.to_device(np.full(1, -np.inf, np.float32)))
         return out.read("out")
 
-    report = run_cases("normalize_by_max", cases, run)
     x = rng.uniform(-50, 100, 101).astype(np.float32)
-    return races.kernel(report, kernel, RACE_LAUNCH,
-                        (x, np.empty_like(x), np.full(1, -np.inf, np.float32)),
-                        "[3, 16] on n=101")
+    return run_cases("normalize_by_max", cases, run, race=races.kernel(
+        kernel, RACE_LAUNCH, (x, np.empty_like(x), np.full(1, -np.inf, np.float32)),
+        "[3, 16] on n=101"))
 
 
 def _jacobi_until_converged_reference(u, tol, max_steps):
@@ -122,7 +121,7 @@ def jacobi_until_converged(fn):
         result, sweeps = fn(u.copy(), tol, max_steps)
         return np.array(int(sweeps)) if part else result
 
-    report = run_cases("jacobi_until_converged", cases, run)
     # points for 3 blocks of 256 threads (the most the tracer offers a cooperative launch)
     u = np.sin(np.linspace(0, 3 * np.pi, 600)) + rng.uniform(-0.1, 0.1, 600)
-    return races.host(report, fn, (u, 1e-12, 2), "n=600, 2 sweeps, up to 3 blocks")
+    return run_cases("jacobi_until_converged", cases, run, race=races.host(
+        fn, (u, 1e-12, 2), "n=600, 2 sweeps, up to 3 blocks"))

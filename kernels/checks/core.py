@@ -159,16 +159,21 @@ def _launch_rule(exercise):
     return entry.launch if entry is not None else None
 
 
-def run_cases(exercise, cases, run, *, rtol=None, atol=None, repeats=REPEATS):
+def run_cases(exercise, cases, run, *, rtol=None, atol=None, repeats=REPEATS, race=None):
     """Check `run(inputs)` against each case's expected output.
 
     `cases` is a list of (description, inputs, expected). Every case runs `repeats`
     times under the time limit and must make the launches the exercise's launch rule
-    demands; the first failure of a case is reported."""
+    demands; the first failure of a case is reported. `race` (kernels.checks.races)
+    makes the race case: on the simulator it runs first and a race ends the check
+    (the cases would pass there whatever a GPU gives); on a GPU it runs last."""
     if DEFERRED:
         return Report(exercise, [Case("not run inside the notebook: the grader runs this "
                                       "check itself once the notebook has finished", True,
                                       "")])
+    first = race() if race is not None and SIMULATOR else None
+    if first is not None and not first.passed:
+        return Report(exercise, [first])
     rule = _launch_rule(exercise)
     results, timed_out = [], False
     for description, inputs, expected in cases:
@@ -197,4 +202,8 @@ def run_cases(exercise, cases, run, *, rtol=None, atol=None, repeats=REPEATS):
         results.append(Case(description, passed, detail))
         if timed_out:
             break  # the GPU may be hung; further cases would hang too
+    if first is not None:
+        results.append(first)
+    elif race is not None and not timed_out:
+        results.append(race())
     return Report(exercise, results, timed_out)

@@ -75,8 +75,8 @@ def reverse_inplace(kernel):
         return kernel, (blocks, threads), (x.copy(),), 0
 
     run = launched_on_device(launch, "x")
-    report = hints.attach(run_cases("reverse_inplace", cases, run), cases, launch,
-                          gridstride=True, every_element=False)
     # in place: two threads touching one element is a race
-    x = rng.integers(-10**6, 10**6, 37, dtype=np.int32)
-    return races.kernel(report, kernel, (2, 8), (x,), "[2, 8] on n=37")
+    race = races.kernel(kernel, (2, 8), (rng.integers(-10**6, 10**6, 37, dtype=np.int32),),
+                        "[2, 8] on n=37")
+    return hints.attach(run_cases("reverse_inplace", cases, run, race=race), cases, launch,
+                        gridstride=True, every_element=False)

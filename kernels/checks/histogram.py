@@ -54,12 +54,11 @@ def histogram_256(fn):
              for n in SIZES]
     cases.append(("1,001 bytes all equal to 255 (the last bin)", np.full(1_001, 255, np.uint8)))
     cases.append(("4,099 bytes of text with UTF-8 letters", random_words(rng, 4_099)))
-    report = run_cases("histogram_256",
-                       [(d, data, byte_counts_reference(data)) for d, data in cases],
-                       lambda data: np.asarray(to_host(fn(data))).astype(np.int64))
-    # few distinct values: many threads hit each bin
-    data = rng.integers(0, 4, RACE_SIZE, dtype=np.uint8)
-    return races.host(report, fn, (data,), f"{_bytes(RACE_SIZE)} of 4 values")
+    few = rng.integers(0, 4, RACE_SIZE, dtype=np.uint8)  # many threads hit each bin
+    return run_cases("histogram_256",
+                     [(d, data, byte_counts_reference(data)) for d, data in cases],
+                     lambda data: np.asarray(to_host(fn(data))).astype(np.int64),
+                     race=races.host(fn, (few,), f"{_bytes(RACE_SIZE)} of 4 values"))
 
 
 def word_length_histogram(fn):
@@ -72,11 +71,11 @@ def word_length_histogram(fn):
                                                                            np.uint8)),
               ("one 50-letter word", np.full(50, ord("e"), np.uint8)),
               ("no letters at all", np.full(1_001, ord(" "), np.uint8))]
-    report = run_cases("word_length_histogram",
-                       [(d, data, word_lengths_reference(data)) for d, data in cases],
-                       lambda data: np.asarray(to_host(fn(data))).astype(np.int64))
-    data = np.frombuffer(b"ab cd ef " * (RACE_SIZE // 9), np.uint8)  # one length: one bin
-    return races.host(report, fn, (data,), f"{_bytes(data.size)} of two-letter words")
+    same = np.frombuffer(b"ab cd ef " * (RACE_SIZE // 9), np.uint8)  # one length: one bin
+    return run_cases("word_length_histogram",
+                     [(d, data, word_lengths_reference(data)) for d, data in cases],
+                     lambda data: np.asarray(to_host(fn(data))).astype(np.int64),
+                     race=races.host(fn, (same,), f"{_bytes(same.size)} of two-letter words"))
 
 
 def positions_of(fn):
@@ -89,8 +88,9 @@ def positions_of(fn):
         cases.append((f"spaces in {_bytes(n)} of random words", (data, ord(" "))))
     cases += [("a value that never occurs", (np.full(1_001, 7, np.uint8), 8)),
               ("every byte matches", (np.full(1_001, 7, np.uint8), 7))]
-    report = run_cases("positions_of",
-                       [(d, inp, np.flatnonzero(inp[0] == inp[1])) for d, inp in cases],
-                       lambda inp: np.sort(np.asarray(to_host(fn(*inp))).astype(np.int64)))
     data = rng.integers(0, 3, RACE_SIZE, dtype=np.uint8)
-    return races.host(report, fn, (data, 1), f"{_bytes(RACE_SIZE)}, a third of them matching")
+    return run_cases("positions_of",
+                     [(d, inp, np.flatnonzero(inp[0] == inp[1])) for d, inp in cases],
+                     lambda inp: np.sort(np.asarray(to_host(fn(*inp))).astype(np.int64)),
+                     race=races.host(fn, (data, 1),
+                                     f"{_bytes(RACE_SIZE)}, a third of them matching"))

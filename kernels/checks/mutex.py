@@ -41,9 +41,9 @@ def lock_sum_positive(fn):
 
     # Every term is positive, so a bound relative to the sum holds for every case.
     rtol = max(sum_positive_rounding(x) / expected for _, x, expected in cases if expected)
-    report = run_cases("lock_sum_positive", cases, run, rtol=rtol, atol=0)
     x = rng.standard_normal(RACE_SIZE).astype(np.float32)
-    return races.host(report, fn, (x,), f"n={RACE_SIZE}")
+    return run_cases("lock_sum_positive", cases, run, rtol=rtol, atol=0,
+                     race=races.host(fn, (x,), f"n={RACE_SIZE}"))
 
 
 def sum_positive_rounding(x, blocks=None):
@@ -75,9 +75,9 @@ def lock_argmax(fn):
         value, index = fn(x)
         return np.array([value, index], np.float64)
 
-    report = run_cases("lock_argmax", cases, run, rtol=0, atol=0)
     x = rng.standard_normal(RACE_SIZE).astype(np.float32)
-    return races.host(report, fn, (x,), f"n={RACE_SIZE}")
+    return run_cases("lock_argmax", cases, run, rtol=0, atol=0,
+                     race=races.host(fn, (x,), f"n={RACE_SIZE}"))
 
 
 def lock_bin_product(fn):
@@ -98,11 +98,10 @@ def lock_bin_product(fn):
         return np.asarray(to_host(fn(*inputs)), np.float64)  # a device array is fine too
 
     largest = max(np.bincount(c[1][0]).max() for c in cases)
-    report = run_cases("lock_bin_product", cases, run, rtol=bin_product_rtol(largest),
-                       atol=0)
     keys = rng.integers(0, 3, RACE_SIZE).astype(np.int32)
     values = rng.uniform(0.9, 1.1, RACE_SIZE).astype(np.float32)
-    return races.host(report, fn, (keys, values, 3), f"n={RACE_SIZE}, 3 bins")
+    return run_cases("lock_bin_product", cases, run, rtol=bin_product_rtol(largest), atol=0,
+                     race=races.host(fn, (keys, values, 3), f"n={RACE_SIZE}, 3 bins"))
 
 
 def bin_product_rtol(k):

@@ -6,11 +6,12 @@ give full credit to an answer a GPU gets wrong. The checkers of exercises where
 threads, blocks or streams can conflict therefore also trace the answer once
 (kernels.trace; on a GPU machine in the tracer's own simulator process) and fail it
 when two accesses conflict with nothing ordering them, naming them: which threads or
-streams, which element, and what is missing between them. On the simulator an answer
-that already failed is not traced (it earns nothing either way, and tracing is slow);
-on a GPU it is, because there a race is often why it failed.
+streams, which element, and what is missing between them. On the simulator the race
+case runs first, and a race ends the check: the other cases would pass there whatever
+a GPU gives. On a GPU it runs last, after the cases a race may have made fail.
 """
 
+import functools
 import types
 
 from kernels import SIMULATOR, trace
@@ -22,17 +23,21 @@ TIME_LIMIT_S = 120.0  # tracing is slower than running: every access is recorded
 SHOWN = 2  # races described in full; the rest are counted
 
 
-def host(report, fn, args, launch):
-    """Add the race case for host function `fn` called as fn(*args) to `report`;
-    `launch` says in words what the call runs (sizes, blocks)."""
-    return _add(report, launch, trace.run, _travel(fn), *map(_travel, args))
+PREFIX = "the tracer ran your code on the simulator and found"
 
 
-def kernel(report, kernel, configuration, args, launch=None):
-    """Add the race case for kernel[configuration](*args) to `report`."""
+def host(fn, args, launch):
+    """The race case for host function `fn` called as fn(*args), for run_cases(race=):
+    a function that traces the call and returns its Case. `launch` says in words what
+    the call runs (sizes, blocks)."""
+    return functools.partial(_case, launch, trace.run, _travel(fn), *map(_travel, args))
+
+
+def kernel(kernel, configuration, args, launch=None):
+    """The race case for kernel[configuration](*args), for run_cases(race=)."""
     blocks, threads = configuration[:2]
-    launch = launch or f"[{blocks}, {threads}]"
-    return _add(report, launch, trace.launch, kernel, configuration, *args)
+    return functools.partial(_case, launch or f"[{blocks}, {threads}]", trace.launch, kernel,
+                             configuration, *args)
 
 
 def _travel(fn):
@@ -46,37 +51,26 @@ def _travel(fn):
         return fn  # the tracer says why it cannot send it
 
 
-def _add(report, launch, tracer, *args):
-    if core.DEFERRED or report.timed_out:
-        return report  # in the notebook the grader traces later; a hung kernel hangs
-    if SIMULATOR and not report.passed:
-        return report  # failed already; on a GPU the race may be why, so it is traced
+def _case(launch, tracer, *args):
     description = f"no race between threads, blocks or streams, traced at {launch}"
     try:
         t = core.call_with_time_limit(tracer, *args, seconds=TIME_LIMIT_S)
     except core.TimeLimitExceeded as err:
-        report.cases.insert(0, core.Case(description, False,
-                                         f"under the tracer your code {err}"))
-        return report
+        return core.Case(description, False, f"under the tracer your code {err}")
     except Exception as err:  # the tracer cannot run it: the other cases say the rest
-        report.cases.append(core.Case(
-            f"{description}: not traced ({type(err).__name__}: {_first_line(err)})",
-            True, ""))
-        return report
+        return core.Case(f"{description}: not traced ({type(err).__name__}: "
+                         f"{_first_line(err)})", True, "")
     found = [r.describe() for r in trace.races(t)]
     found += [r.describe() for r in trace.stream_races(t)]
     if not found:
-        report.cases.append(core.Case(description, True, ""))
-        return report
+        return core.Case(description, True, "")
     more = len(found) - SHOWN
-    detail = ("the tracer ran your code on the simulator and found "
-              + ("a race" if len(found) == 1 else f"{len(found)} races") + ": "
+    detail = (f"{PREFIX} " + ("a race" if len(found) == 1 else f"{len(found)} races") + ": "
               + "; ".join(found[:SHOWN])
               + (f"; and {more} more like {'it' if more == 1 else 'them'}" if more > 0 else "")
               + ". A GPU runs these accesses in any order, so the result can change "
               "from run to run")
-    report.cases.insert(0, core.Case(description, False, detail))
-    return report
+    return core.Case(description, False, detail)
 
 
 def _first_line(err):

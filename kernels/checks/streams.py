@@ -68,8 +68,8 @@ def stream_add(fn):
         fn(a, b, out, stream)
         return out
 
-    report = run_cases("stream_add", cases, run)
-    return races.host(report, on_a_new_stream, (fn, *_race_inputs(rng)), f"n={RACE_SIZE}")
+    return run_cases("stream_add", cases, run, race=races.host(
+        on_a_new_stream, (fn, *_race_inputs(rng)), f"n={RACE_SIZE}"))
 
 
 def chunked_streams_add(fn):
@@ -83,8 +83,8 @@ def chunked_streams_add(fn):
         fn(a, b, out, chunks)
         return out
 
-    report = run_cases("chunked_streams_add", cases, run)
-    return races.host(report, fn, (*_race_inputs(rng), 3), f"n={RACE_SIZE}, 3 chunks")
+    return run_cases("chunked_streams_add", cases, run, race=races.host(
+        fn, (*_race_inputs(rng), 3), f"n={RACE_SIZE}, 3 chunks"))
 
 
 def bounded_streams_add(fn):
@@ -100,6 +100,5 @@ def bounded_streams_add(fn):
         fn(a, b, out, chunks, streams)
         return out
 
-    report = run_cases("bounded_streams_add", cases, run)
-    return races.host(report, fn, (*_race_inputs(rng), 5, 2),
-                      f"n={RACE_SIZE}, 5 chunks on 2 streams")
+    return run_cases("bounded_streams_add", cases, run, race=races.host(
+        fn, (*_race_inputs(rng), 5, 2), f"n={RACE_SIZE}, 5 chunks on 2 streams"))

@@ -6,6 +6,7 @@ the simulator happened to run the threads; only lock_order, and which of several
 writers coverage names first, report that order.
 """
 
+import bisect
 import collections
 import dataclasses
 import math
@@ -296,26 +297,39 @@ class Race:
                 f"{self.why}")
 
 
-def _ordered(a, b, accesses):
-    """True if something orders accesses a and b of one launch (to one element, of
-    all `accesses` to it): a barrier, a lock both hold, a chain of barriers and atomics
-    (kernels.trace.order), or the element's own atomics between them."""
-    if a.locks & b.locks or _atomic_between(a, b, accesses):
-        return True
+def _ordered(a, b, atomics):
+    """True if something orders accesses a and b of one launch to one element: a
+    barrier, a lock both hold, a chain of barriers and atomics (kernels.trace.order),
+    or the element's own atomics between them (`atomics`: _atomics_by_thread)."""
     if a.clock is None or b.clock is None:  # recorded without clocks: barriers only
-        return a.block == b.block and a.epoch != b.epoch
-    return order.ordered(a, b)
+        if a.block == b.block and a.epoch != b.epoch:
+            return True
+    elif order.ordered(a, b):
+        return True
+    return bool(a.locks & b.locks) or _atomic_between(a, b, atomics)
 
 
-def _atomic_between(a, b, accesses):
+def _atomics_by_thread(accesses):
+    """{(block, tid): sorted seq of its atomics} among the accesses to one element."""
+    found = collections.defaultdict(list)
+    for a in accesses:
+        if a.kind == "atomic":
+            found[(a.block, a.tid)].append(a.seq)
+    for seqs in found.values():
+        seqs.sort()
+    return found
+
+
+def _atomic_between(a, b, atomics):
     """One of a, b is atomic and the other's thread made an atomic on the element
     between them (in the order the atomics ran): the modification order orders them."""
     if (a.kind == "atomic") == (b.kind == "atomic"):
         return False
     x, y = (a, b) if a.kind == "atomic" else (b, a)
     lo, hi = sorted((x.seq, y.seq))
-    return any(z.kind == "atomic" and z.block == y.block and z.tid == y.tid
-               and lo < z.seq < hi for z in accesses)
+    seqs = atomics.get((y.block, y.tid), ())
+    i = bisect.bisect_right(seqs, lo)
+    return i < len(seqs) and seqs[i] < hi
 
 
 def _why(a, b, launch):
@@ -374,9 +388,11 @@ def _first_race(accesses):
     writes = [a for a in accesses if a.kind != "read"]
     if not writes or all(a.kind == "atomic" for a in accesses):
         return None
+    atomics = _atomics_by_thread(accesses)
+    plain = [a for a in accesses if a.kind != "atomic"]  # all an atomic can race with
     for w in writes:
-        for o in accesses:
-            if conflict(w, o, accesses):
+        for o in (plain if w.kind == "atomic" else accesses):
+            if _conflict(w, o, atomics):
                 return w, o
     return None
 
@@ -386,11 +402,15 @@ def conflict(a, b, accesses=()):
     least one writing, not both atomic, and nothing orders them (a barrier, a lock both
     hold, a chain of barriers and atomics, or, among `accesses` to the element, an
     atomic of the plain access's thread between them)."""
+    return _conflict(a, b, _atomics_by_thread(accesses))
+
+
+def _conflict(a, b, atomics):
     if a.tid == b.tid and a.block == b.block:
         return False
     if "read" == a.kind == b.kind or "atomic" == a.kind == b.kind:
         return False
-    return not _ordered(a, b, accesses)
+    return not _ordered(a, b, atomics)
 
 
 # ------------------------------------------------------------- stream races
