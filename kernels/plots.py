@@ -4,7 +4,8 @@
   out so that every label stays inside the figure;
 * ``title(ax, what, result)``: what the figure shows, and where its numbers come from;
 * ``png(fig)``: the figure as PNG at ``DPI``, with its smallest text and its width in
-  the PNG's ``course-figure`` text field; it refuses text smaller than ``MIN_PT``;
+  the PNG's ``course-figure`` text field; it refuses text smaller than ``MIN_PT`` and
+  text cut by the figure's edge;
 * ``facts(png_bytes)`` and ``rendered_px(facts, shown_width)``: what the site test reads
   back: how tall the smallest text of a figure is on screen at the width it is shown.
 
@@ -67,15 +68,15 @@ def title(target, what, result=None):
                  fontsize=matplotlib.rcParams["axes.titlesize"])
 
 
-def smallest_text_pt(fig):
-    """The size in points of the smallest non-empty text drawn when `fig` is drawn (a
-    tick label outside the view, or an invisible one, is not drawn and not counted)."""
-    sizes = []
+def _drawn_texts(fig):
+    """(Text artist, size in points) of every non-empty text drawn when `fig` is drawn
+    (a tick label outside the view, or an invisible one, is not drawn)."""
+    drawn = []
     renderer = fig.canvas.get_renderer()
 
     def draw_text(gc, x, y, s, prop, angle, ismath=False, mtext=None):
         if s.strip():
-            sizes.append(prop.get_size_in_points())
+            drawn.append((mtext, prop.get_size_in_points()))
         return type(renderer).draw_text(renderer, gc, x, y, s, prop, angle, ismath, mtext)
 
     renderer.draw_text = draw_text  # for this one draw
@@ -83,18 +84,41 @@ def smallest_text_pt(fig):
         fig.draw(renderer)
     finally:
         del renderer.draw_text
+    return drawn
+
+
+def smallest_text_pt(fig):
+    """The size in points of the smallest text drawn in `fig`, or None if it has none."""
+    sizes = [size for _, size in _drawn_texts(fig)]
     return min(sizes) if sizes else None
+
+
+def cut_texts(fig):
+    """The drawn texts that reach past the figure's edge, where the PNG cuts them."""
+    renderer = fig.canvas.get_renderer()
+    edge = fig.bbox.padded(1)
+
+    def inside(box):
+        return edge.x0 <= box.x0 and box.x1 <= edge.x1 and edge.y0 <= box.y0 and box.y1 <= edge.y1
+
+    return [t.get_text() for t, _ in _drawn_texts(fig)
+            if t is not None and not inside(t.get_window_extent(renderer))]
 
 
 def png(fig):
     """`fig` as PNG bytes at DPI, its facts (smallest text in points, width in inches,
-    dpi) in the PNG text field KEY. Raises ValueError on text under MIN_PT."""
+    dpi) in the PNG text field KEY. Raises ValueError on text under MIN_PT, or on text
+    that the figure's edge cuts."""
     smallest = smallest_text_pt(fig)
     if smallest is not None and smallest < MIN_PT:
         small = sorted({repr(t.get_text()[:40]) for t in fig.findobj(Text)
                         if t.get_text().strip() and t.get_fontsize() < MIN_PT})
         raise ValueError(f"figure text of {smallest:g} pt, under the course's {MIN_PT} pt "
                          f"(it would show under {MIN_PX} px in the book): {', '.join(small)}")
+    cut = cut_texts(fig)
+    if cut:
+        raise ValueError("figure text cut at the figure's edge (shorten or wrap it): "
+                         + ", ".join(repr(t[:60]) for t in cut))
     facts = {"smallest_pt": smallest, "width_in": fig.get_figwidth(), "dpi": DPI}
     out = io.BytesIO()
     fig.savefig(out, format="png", dpi=DPI, metadata={KEY: json.dumps(facts)})

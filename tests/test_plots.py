@@ -59,6 +59,16 @@ def test_png_refuses_text_under_the_minimum_and_names_it():
         plots.png(fig)
 
 
+def test_png_refuses_text_the_figure_edge_cuts():
+    fig, ax = plots.figure(2)
+    ax.set_xlabel("a label far too long for the column " * 4)
+    assert plots.cut_texts(fig) == [ax.get_xlabel()]
+    with pytest.raises(ValueError, match="cut at the figure's edge.*'a label far too long"):
+        plots.png(fig)
+    ax.set_xlabel("a label that fits")
+    assert plots.cut_texts(fig) == []
+
+
 def test_png_of_a_figure_without_text():
     fig, ax = plots.figure(1)
     ax.axis("off")

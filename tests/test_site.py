@@ -185,32 +185,6 @@ def test_no_cell_output_holds_a_traceback(site, name):
 
 
 @pytest.mark.parametrize("name", PAGES)
-@pytest.mark.parametrize("name", PAGES)
-def test_every_figure_has_a_caption_and_alt_text_that_describes_it(figures_seen, name):
-    for img in figures_seen[name, FIGURE_WIDTHS[0]]:
-        where = f"{name}: image {img['file']}"
-        assert img["caption"], f"{where} has no caption (mystnb: figure: caption in its cell)"
-        alt = img["alt"].strip()
-        assert alt and not PATH_LIKE.search(alt) and len(alt.split()) >= 5, \
-            f"{where}: its alt text {alt!r} does not describe it (mystnb: image: alt)"
-
-
-@pytest.mark.parametrize("width", FIGURE_WIDTHS)
-@pytest.mark.parametrize("name", PAGES)
-def test_figure_text_is_at_least_10_px_on_screen(figures_seen, name, width):
-    from kernels import plots
-
-    for img in figures_seen[name, width]:
-        where = f"{name} at {width} px: figure {img['file']}"
-        assert img["png"] is not None, \
-            f"{where} was not drawn by kernels.plots: no {plots.KEY} facts in it"
-        px = plots.rendered_px(img["png"], img["shown"])
-        assert px is None or px >= plots.MIN_PX, (
-            f"{where}: its smallest text ({img['png']['smallest_pt']:g} pt) shows at "
-            f"{px:.1f} px, shown {img['shown']:.0f} px wide")
-
-
-@pytest.mark.parametrize("name", PAGES)
 def test_colab_button_opens_a_generated_notebook(site, name):
     links = set(site[name]["colab"])
     if name not in NOTEBOOK_PAGES:
@@ -252,6 +226,34 @@ def test_screenshots_saved(site):
             assert shot.format == "PNG" and shot.width >= 1000 and shot.height >= 600, path
             # a blank page would have a handful of grey levels, a page of text and plots many
             assert len(shot.convert("L").getcolors(256)) > 16, path
+
+
+# ------------------------------------------------------------------ figures
+
+
+@pytest.mark.parametrize("name", PAGES)
+def test_every_figure_has_a_caption_and_alt_text_that_describes_it(figures_seen, name):
+    for img in figures_seen[name, FIGURE_WIDTHS[0]]:
+        where = f"{name}: image {img['file']}"
+        assert img["caption"], f"{where} has no caption (mystnb: figure: caption in its cell)"
+        alt = img["alt"].strip()
+        assert alt and not PATH_LIKE.search(alt) and len(alt.split()) >= 5, \
+            f"{where}: its alt text {alt!r} does not describe it (mystnb: image: alt)"
+
+
+@pytest.mark.parametrize("width", FIGURE_WIDTHS)
+@pytest.mark.parametrize("name", PAGES)
+def test_figure_text_is_at_least_10_px_on_screen(figures_seen, name, width):
+    from kernels import plots
+
+    for img in figures_seen[name, width]:
+        where = f"{name} at {width} px: figure {img['file']}"
+        assert img["png"] is not None, \
+            f"{where} was not drawn by kernels.plots: no {plots.KEY} facts in it"
+        px = plots.rendered_px(img["png"], img["shown"])
+        assert px is None or px >= plots.MIN_PX, (
+            f"{where}: its smallest text ({img['png']['smallest_pt']:g} pt) shows at "
+            f"{px:.1f} px, shown {img['shown']:.0f} px wide")
 
 
 # ------------------------------------------------------------ the summary pages

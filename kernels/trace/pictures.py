@@ -301,7 +301,7 @@ def locks_figure(trace, guarded, kernel=None):
                    c=[colors[y]] * len(inside), s=30, zorder=3)
     ax.set_yticks(range(len(held)), [a.who() for a, _ in held])
     ax.invert_yaxis()
-    ax.set_xlabel(f"accesses recorded so far (bars: lock held; dots: its reads and writes "
+    ax.set_xlabel(f"accesses recorded so far\n(bars: lock held; dots: its reads and writes "
                   f"of {guarded})")
     found = [r for r in analyses.races(trace, launch.kernel) if r.array == guarded]
     verdict = (f"{len(found)} races on {guarded}" if found else
@@ -319,7 +319,7 @@ def streams_figure(traces, titles=None):
                              squeeze=False)
     for k, (trace, ax) in enumerate(zip(traces, axes[:, 0])):
         _streams_panel(ax, trace, titles[k] if titles else None)
-    axes[-1, 0].set_xlabel("operations in the order the host issued them (in: copy to the "
+    axes[-1, 0].set_xlabel("operations in the order the host issued them\n(in: copy to the "
                            "device, K: kernel, out: copy back)")
     return fig
 
