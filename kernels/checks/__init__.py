@@ -6,7 +6,9 @@ A checker runs the reader's code on random inputs, on sizes that do not divide t
 block size, several times on a GPU (to expose races), each call under a time limit,
 and returns a Report that says in plain words what passed and what failed. Every case
 must launch a kernel the reader wrote (kernels.checks.launches): an answer computed on
-the host, or by the course's own kernels and solutions, fails.
+the host, or by the course's own kernels and solutions, fails. Where threads, blocks
+or streams can conflict, the answer is also traced once at a small launch and fails
+on a race (kernels.checks.races), on the simulator too.
 """
 
 import importlib
