@@ -49,6 +49,39 @@ FACTS_JS = r"""
 })()
 """
 
+# Tables and cell outputs of the main column that do not fit it: wider than the
+# article (spilling into the margin or sidebar), or scrolled or clipped inside.
+OVERFLOW_JS = r"""
+(() => {
+  const article = document.querySelector("article.bd-article");
+  if (!article) return [];
+  const box = article.getBoundingClientRect();  // the column, less what is off screen
+  const edge = {left: Math.max(box.left, 0), width: 0,
+                right: Math.min(box.right, document.documentElement.clientWidth)};
+  edge.width = edge.right - edge.left;
+  const name = (el) => el.tagName.toLowerCase() + (el.className && typeof el.className ===
+    "string" ? "." + el.className.trim().split(/\s+/).join(".") : "");
+  const found = [];
+  for (const el of article.querySelectorAll(
+      "table, .pst-scrollable-table-container, .cell_output, .cell_output pre, " +
+      ".cell_output .output")) {
+    if (!el.checkVisibility()) continue;  // e.g. inside a collapsed dropdown
+    // figures scroll inside their own frame on a phone (figures.css); the figure tests
+    // check them, so an output holding one is measured by its text parts alone
+    if (el.querySelector("figure, img") || el.closest("figure")) continue;
+    const r = el.getBoundingClientRect();
+    const spill = Math.max(r.right - edge.right, edge.left - r.left);
+    const hidden = el.scrollWidth - el.clientWidth;
+    if (spill > 1 || hidden > 1) {
+      found.push({element: name(el), spill: Math.round(spill), hidden: hidden,
+                  width: Math.round(r.width), column: Math.round(edge.width),
+                  text: (el.textContent || "").trim().slice(0, 120)});
+    }
+  }
+  return found;
+})()
+"""
+
 
 def find_chromium():
     """The Chromium executable: $CHROMIUM, else the first of CANDIDATES on PATH."""

@@ -62,3 +62,16 @@ def test_a_kernel_checker_says_when_it_is_given_no_kernel():
         report = checks.saxpy(answer)
         assert not report.passed
         assert f"got {kind}, which is not a CUDA kernel" in str(report), str(report)
+
+
+def test_the_book_build_shows_a_report_in_one_line(monkeypatch):
+    cases = [core.Case("n=1", True, ""), core.Case("n=37", False, "your result: 3 of 37 "
+                                                   "values differ\n  at 5: got 0")]
+    failing, passing = core.Report("saxpy", cases), core.Report("saxpy", cases[:1])
+    monkeypatch.delenv(core.SUMMARY_SETTING, raising=False)
+    full = str(failing)  # the reader running the cell: every case, failures explained
+    assert "FAIL  n=37" in full and "3 of 37 values differ" in full
+    monkeypatch.setenv(core.SUMMARY_SETTING, "1")  # as book/_tools/checker_summary.py sets
+    line = str(failing)
+    assert "\n" not in line and "not solved yet" in line and "1 of 2 checks pass" in line
+    assert str(passing) == "saxpy: all 1 checks passed."

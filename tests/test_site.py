@@ -26,7 +26,7 @@ import requests
 from bs4 import BeautifulSoup
 from PIL import Image
 
-from browser import Browser, find_chromium
+from browser import OVERFLOW_JS, Browser, find_chromium
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "book" / "_tools"))
@@ -41,6 +41,7 @@ COLAB_PREFIX = f"{notebooks.COLAB}/{OWNER}/{REPO}/blob/{BRANCH}/"
 REPOSITORY = f"https://github.com/{OWNER}/{REPO}"
 ARTIFACTS = ROOT / "_build" / "site-test"
 SCREENSHOTS = ("book/intro", "book/performance")
+WIDTHS = (1280, 400)  # a laptop's window and a phone: tables and outputs fit both
 TRACEBACK = "Traceback (most recent call last)"
 EXTERNAL = re.compile(r"\(https?://(?!127\.0\.0\.1[:/])")  # a failed load from another host
 
@@ -103,6 +104,12 @@ def site(server, tmp_path_factory):
             facts[name] = browser.visit(f"{server}/{name}.html")
             if name in SCREENSHOTS:
                 browser.screenshot(ARTIFACTS / f"{name.rsplit('/', 1)[-1]}.png")
+            facts[name]["overflow"] = {}
+            for width in WIDTHS:  # the same page laid out again at each width
+                browser.resize(width)
+                browser.wait(0.3)
+                facts[name]["overflow"][width] = browser.evaluate(OVERFLOW_JS)
+            browser.resize(WIDTHS[0])
             if facts[name]["solutions"] and "opened" not in facts:
                 # a collapsed solution must still open: click its toggle
                 browser.evaluate("document.querySelector('.solution .toggle-button').click()")
@@ -182,6 +189,16 @@ def test_no_cell_output_holds_a_traceback(site, name):
     bad = [o["text"][:800] for o in site[name]["outputs"]
            if o["traceback"] or TRACEBACK in o["text"]]
     assert not bad, f"{name}: a cell output shows a Python traceback:\n" + "\n---\n".join(bad)
+
+
+@pytest.mark.parametrize("name", PAGES)
+def test_tables_and_outputs_fit_the_column(site, name):
+    """No table or cell output is wider than the main column, or scrolled or clipped
+    inside it, at 1280 px or at a phone's 400 px."""
+    bad = [f"{width} px: {o['element']} {o['width']} px wide in a {o['column']} px column "
+           f"(spills {o['spill']} px, {o['hidden']} px hidden inside): {o['text'][:80]!r}"
+           for width, found in site[name]["overflow"].items() for o in found]
+    assert not bad, f"{name}: tables or outputs do not fit the column:\n" + "\n".join(bad)
 
 
 @pytest.mark.parametrize("name", PAGES)
@@ -275,7 +292,39 @@ def test_status_page_times_every_executed_chapter(built_book):
     assert set(NOTEBOOK_PAGES) <= set(rows), f"not in the execution table: " \
         f"{set(NOTEBOOK_PAGES) - set(rows)}"
     for name, (_, _, method, seconds, status) in rows.items():
-        assert method == "force" and float(seconds) > 0 and status == "\u2705", rows[name]
+        # in words: an emoji shows as an empty box without an emoji font (book/_tools/exec_status.py)
+        assert method == "force" and float(seconds) > 0 and status == "ran", rows[name]
+
+
+def test_exercise_headings_show_the_label_without_nested_parentheses(built_book):
+    from kernels.checks import registry
+
+    shown = set()
+    for name in NOTEBOOK_PAGES:
+        page = _soup(built_book, name)
+        for box in page.select("div.exercise"):
+            title = box.select_one(".admonition-title").get_text(" ", strip=True)
+            assert re.fullmatch(r"Exercise \d+ \u00b7 [^()]+( \([^()]+\))? " + box["id"], title), \
+                f"{name}: exercise heading {title!r}"
+            shown.add(box["id"])
+        for box in page.select("div.solution"):
+            title = box.select_one(".admonition-title").get_text(" ", strip=True)
+            assert not re.search(r"\([^)]*\(", title), f"{name}: solution heading {title!r}"
+    assert set(registry.EXERCISES) <= shown, "exercises whose label no heading shows: " \
+        f"{sorted(set(registry.EXERCISES) - shown)}"
+
+
+def test_unsolved_starter_cells_print_one_line(built_book):
+    """The book build has checkers print one line (KERNELS_CHECK_SUMMARY), not the full
+    report of an empty answer."""
+    summaries = 0
+    for name in NOTEBOOK_PAGES:
+        for out in _soup(built_book, name).select(".cell_output"):
+            text = out.get_text()
+            assert not re.search(r"\d+ of \d+ checks failed", text), \
+                f"{name}: a full checker report on the page:\n{text[:400]}"
+            summaries += text.count("not solved yet")
+    assert summaries >= 10, f"only {summaries} one-line checker verdicts on the pages"
 
 
 def test_performance_page_shows_every_recording(built_book):

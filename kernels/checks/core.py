@@ -5,6 +5,7 @@ rule, counted by kernels.checks.launches): an answer computed on the host fails.
 """
 
 import dataclasses
+import os
 import threading
 
 import numpy as np
@@ -17,6 +18,9 @@ from kernels.harness import MismatchError, check
 TIME_LIMIT_S = 60.0 if SIMULATOR else 20.0  # read at each call: the grader may lower it
 REPEATS = 1 if SIMULATOR else 5  # blocks run one at a time on the simulator: no races
 SHOW_FAILURES = 3  # details of the first few failures; the rest are listed by input
+# Set to "1" by the book build (book/_tools/checker_summary.py): the built pages show
+# each report as one line; whoever runs the cell gets the full report.
+SUMMARY_SETTING = "KERNELS_CHECK_SUMMARY"
 # True while the grader runs a notebook's cells: checker calls in them return at once,
 # because the grader calls every checker itself afterwards (kernels.grading.worker).
 DEFERRED = False
@@ -120,6 +124,10 @@ class Report:
 
     def __str__(self):
         n_ok = sum(c.passed for c in self.cases)
+        if os.environ.get(SUMMARY_SETTING) == "1":
+            return (f"{self.exercise}: all {n_ok} checks passed." if self.passed else
+                    f"{self.exercise}: not solved yet ({n_ok} of {len(self.cases)} checks "
+                    "pass). Run this cell with your answer for the full report.")
         head = (f"{self.exercise}: all {n_ok} checks passed." if self.passed else
                 f"{self.exercise}: {len(self.cases) - n_ok} of {len(self.cases)} checks failed.")
         lines = [head]
