@@ -52,6 +52,14 @@ FIRST_SOLUTION_SHOWN_JS = """
   checkVisibilityCSS: true}) && c.getBoundingClientRect().height > 0)
 """
 
+# Exercise and solution headings as shown (whitespace squeezed), with the exercise's id.
+HEADINGS_JS = """({
+  exercises: [...document.querySelectorAll('div.exercise')].map((e) => ({id: e.id,
+    title: e.querySelector('.admonition-title').textContent.replace(/\\s+/g, ' ').trim()})),
+  solution_titles: [...document.querySelectorAll('div.solution > .admonition-title')]
+    .map((t) => t.textContent.replace(/\\s+/g, ' ').trim()),
+})"""
+
 
 # Every image of the main column: its alt text, its figure's caption, and the width it
 # is shown at (CSS px), with the page laid out at the browser's current width.
@@ -104,6 +112,7 @@ def site(server, tmp_path_factory):
             facts[name] = browser.visit(f"{server}/{name}.html")
             if name in SCREENSHOTS:
                 browser.screenshot(ARTIFACTS / f"{name.rsplit('/', 1)[-1]}.png")
+            facts[name].update(browser.evaluate(HEADINGS_JS))
             facts[name]["overflow"] = {}
             for width in WIDTHS:  # the same page laid out again at each width
                 browser.resize(width)
@@ -296,34 +305,30 @@ def test_status_page_times_every_executed_chapter(built_book):
         assert method == "force" and float(seconds) > 0 and status == "ran", rows[name]
 
 
-def test_exercise_headings_show_the_label_without_nested_parentheses(built_book):
+def test_exercise_headings_show_the_label_without_nested_parentheses(site):
     from kernels.checks import registry
 
     shown = set()
     for name in NOTEBOOK_PAGES:
-        page = _soup(built_book, name)
-        for box in page.select("div.exercise"):
-            title = box.select_one(".admonition-title").get_text(" ", strip=True)
-            assert re.fullmatch(r"Exercise \d+ \u00b7 [^()]+( \([^()]+\))? " + box["id"], title), \
-                f"{name}: exercise heading {title!r}"
-            shown.add(box["id"])
-        for box in page.select("div.solution"):
-            title = box.select_one(".admonition-title").get_text(" ", strip=True)
+        for ex in site[name]["exercises"]:
+            assert re.fullmatch(r"Exercise \d+ \u00b7 [^()]+( \([^()]+\))? " + ex["id"],
+                                ex["title"]), f"{name}: exercise heading {ex['title']!r}"
+            shown.add(ex["id"])
+        for title in site[name]["solution_titles"]:
             assert not re.search(r"\([^)]*\(", title), f"{name}: solution heading {title!r}"
     assert set(registry.EXERCISES) <= shown, "exercises whose label no heading shows: " \
         f"{sorted(set(registry.EXERCISES) - shown)}"
 
 
-def test_unsolved_starter_cells_print_one_line(built_book):
+def test_unsolved_starter_cells_print_one_line(site):
     """The book build has checkers print one line (KERNELS_CHECK_SUMMARY), not the full
     report of an empty answer."""
     summaries = 0
     for name in NOTEBOOK_PAGES:
-        for out in _soup(built_book, name).select(".cell_output"):
-            text = out.get_text()
-            assert not re.search(r"\d+ of \d+ checks failed", text), \
-                f"{name}: a full checker report on the page:\n{text[:400]}"
-            summaries += text.count("not solved yet")
+        for out in site[name]["outputs"]:
+            assert not re.search(r"\d+ of \d+ checks failed", out["text"]), \
+                f"{name}: a full checker report on the page:\n{out['text'][:400]}"
+            summaries += out["text"].count("not solved yet")
     assert summaries >= 10, f"only {summaries} one-line checker verdicts on the pages"
 
 

@@ -38,6 +38,7 @@ class ExerciseTitles(SphinxPostTransform):
                 continue
             _unwrap(title)
             if node.get("label"):
+                title += nodes.Text(" ")
                 title += nodes.inline("", "", nodes.literal(text=node["label"]),
                                       classes=["exercise-label"])
         for node in self.document.findall(exercise_nodes.solution_node):
