@@ -192,8 +192,8 @@ def test_converter_turns_myst_into_markdown_colab_renders(tmp_path):
     assert f"[Section of B]({colab_b})" in md and "Exercise 1 and `speed` GB/s" in md
     assert "@decorator\ndef shown_kernel(a):\n    a[0] = 1  # the line readers see\n```" in md
     assert "> **Mind the tail**\n>\n> Text with `code`." in md
-    assert "> **Exercise 1: Do it (easy)**\n>\n> Write it." in md
-    assert ("<details>\n<summary><b>Solution to Exercise 1</b> (Do it (easy))</summary>\n\n"
+    assert "> **Exercise 1 \u00b7 Do it (easy)** `a-ex-first`\n>\n> Write it." in md
+    assert ("<details>\n<summary><b>Solution to Exercise 1</b> \u00b7 Do it (easy)</summary>\n\n"
             "Explained.\n\n```python\ndef helper(x):\n    return x\n```\n\n</details>") in md
     assert "![](https://raw.githubusercontent.com/someone/course/v2/book/figures/b.png)" in md
     assert "*The caption.*" in md and "(a-idea)=" not in md

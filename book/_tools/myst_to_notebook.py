@@ -60,6 +60,10 @@ def fenced(code, language=""):
     return f"{fence}{language}\n{code.rstrip()}\n{fence}"
 
 
+# between "Exercise 4" and its title, as the book shows it (book/_tools/exercise_titles.py)
+DOT = " \u00b7 "
+
+
 def quote(text):
     return "\n".join(f"> {line}" if line else ">" for line in text.split("\n"))
 
@@ -246,13 +250,17 @@ class Converter:
 
     def exercise(self, d, options, content):
         title = self.inline(d.arg)
+        # as the book shows it: the title after a middle dot, then the label the grader
+        # and instructors use
         if "nonumber" in options:
-            head = f"**Exercise{': ' + title if title else ''}**"
+            head = f"**Exercise{DOT + title if title else ''}**"
             shown = "the exercise"
         else:
             self.exercise_count += 1
-            head = f"**Exercise {self.exercise_count}{': ' + title if title else ''}**"
+            head = f"**Exercise {self.exercise_count}{DOT + title if title else ''}**"
             shown = f"Exercise {self.exercise_count}"
+        if options.get("label"):
+            head += f" `{options['label']}`"
         self.label(options.get("label"), shown)
         self.exercises[options.get("label")] = (shown, title)
         return quote(f"{head}\n\n{self.markdown(content)}")
@@ -264,7 +272,7 @@ class Converter:
                                   "that label comes before it")
         summary = f"<b>Solution to {shown}</b>"
         if title:
-            summary += f" ({html.escape(title)})"
+            summary += DOT + html.escape(title)
         summary = re.sub(r"`([^`]+)`", r"<code>\1</code>", summary)
         self.label(options.get("label"), f"the solution to {shown}")
         return self.details(summary, self.markdown(content))
