@@ -65,8 +65,8 @@ def tiled_transpose(kernel):
         return kernel, (blocks, (TRANSPOSE_TILE, TRANSPOSE_TILE)), (a, out), 1
 
     run = launched_on_device(launch, "out")
-    race = races.kernel(*launch(rng.standard_normal((20, 18)).astype(np.float32))[:3],
-                        "4 blocks of 16 x 16 on a 20 x 18 matrix")
+    race = races.kernel(*launch(rng.standard_normal((16, 20)).astype(np.float32))[:3],
+                        "2 blocks of 16 x 16 on a 16 x 20 matrix")
     return hints.attach(run_cases("tiled_transpose", cases, run, race=race), cases, launch)
 
 
