@@ -82,11 +82,12 @@ def test_a_strict_run_fails_what_the_grader_passes_over(source, complaint):
         cells.run([code_cell(source), code_cell("b = 2")], {}, strict=True)
 
 
-def test_an_error_in_a_cell_tagged_raises_exception_is_expected():
+@pytest.mark.parametrize("strict", [False, True])
+def test_an_error_in_a_cell_tagged_raises_exception_is_expected(strict):
     ns = {}
     nb = [code_cell("raise ValueError('bad size')", tags=["raises-exception"]),
           code_cell("b = 2")]
-    assert cells.run(nb, ns, strict=True) == [] and ns["b"] == 2
+    assert cells.run(nb, ns, strict=strict) == [] and ns["b"] == 2
     assert nb[0]["outputs"][0]["text"] == "ValueError: bad size\n"
 
 
