@@ -57,6 +57,8 @@ def _case(launch, tracer, *args):
         t = core.call_with_time_limit(tracer, *args, seconds=TIME_LIMIT_S)
     except core.TimeLimitExceeded as err:
         return core.Case(description, False, f"under the tracer your code {err}")
+    except trace.NothingLaunched:
+        return None  # nothing to trace: the launch rule fails such an answer
     except Exception as err:  # the tracer cannot run it: the other cases say the rest
         return core.Case(f"{description}: not traced ({type(err).__name__}: "
                          f"{_first_line(err)})", True, "")

@@ -28,9 +28,9 @@ from kernels import SIMULATOR
 from kernels.trace.analyses import (bank_conflicts, coverage, lock_order, races,  # noqa
                                     sectors, stream_races)
 from kernels.trace import remote
-from kernels.trace.model import Trace, TraceError, TraceTooLarge
+from kernels.trace.model import NothingLaunched, Trace, TraceError, TraceTooLarge
 
-__all__ = ["run", "launch", "Trace", "TraceError", "TraceTooLarge",
+__all__ = ["run", "launch", "Trace", "TraceError", "TraceTooLarge", "NothingLaunched",
            "coverage", "sectors", "bank_conflicts", "races", "stream_races", "lock_order"]
 
 
@@ -51,7 +51,8 @@ def _record(fn, args, kwargs):
     with hooks.recording() as rec:
         fn(*args, **kwargs)
     if not rec.launches:
-        raise TraceError(f"{getattr(fn, '__name__', fn)} launched no kernel: nothing to trace")
+        raise NothingLaunched(f"{getattr(fn, '__name__', fn)} launched no kernel: nothing "
+                              "to trace")
     return Trace(rec.launches, rec.operations, dict(rec._allocations))
 
 

@@ -17,6 +17,10 @@ class TraceTooLarge(TraceError):
     """The launch or the recording is too large to trace in reasonable time."""
 
 
+class NothingLaunched(TraceError):
+    """The traced call launched no kernel."""
+
+
 @dataclasses.dataclass(frozen=True)
 class Access:
     seq: int  # order in the recording
