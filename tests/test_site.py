@@ -62,17 +62,19 @@ HEADINGS_JS = """({
 
 
 # Every image of the main column: its alt text, its figure's caption, and the width it
-# is shown at (CSS px), with the page laid out at the browser's current width.
+# is shown at (CSS px), with the page laid out at the browser's current width; and the
+# text of any captioned figure that holds no image (a cell's other output, captioned).
 FIGURES_JS = r"""
 (() => {
   const article = document.querySelector("article.bd-article") || document.body;
-  return [...article.querySelectorAll("img")].map((i) => {
+  return {images: [...article.querySelectorAll("img")].map((i) => {
     const figure = i.closest("figure");
     const caption = figure && figure.querySelector("figcaption");
     return {src: i.currentSrc || i.src, alt: i.getAttribute("alt") || "",
             caption: caption ? caption.textContent.trim() : "",
             shown: i.getBoundingClientRect().width};
-  });
+  }), imageless: [...article.querySelectorAll("figure")].filter((f) => !f.querySelector("img"))
+    .map((f) => f.textContent.trim().slice(0, 160))};
 })()
 """
 FIGURE_WIDTHS = (1280, 400)  # a laptop's window and a phone
@@ -131,8 +133,8 @@ def site(server, tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def figures_seen(server, built_book, tmp_path_factory):
-    """{(page, width): [image facts]} for every toc page at each of FIGURE_WIDTHS, with
-    each image's PNG facts (kernels.plots.facts: None if not drawn by kernels.plots)."""
+    """{(page, width): FIGURES_JS's facts} for every toc page at each of FIGURE_WIDTHS,
+    with each image's PNG facts (kernels.plots.facts: None if not drawn by kernels.plots)."""
     from kernels import plots
 
     browser = Browser(find_chromium(), tmp_path_factory.mktemp("chromium-figures"))
@@ -145,8 +147,8 @@ def figures_seen(server, built_book, tmp_path_factory):
                 seen[name, width] = browser.evaluate(FIGURES_JS)
     finally:
         browser.close()
-    for images in seen.values():
-        for img in images:
+    for found in seen.values():
+        for img in found["images"]:
             path = urllib.parse.unquote(urllib.parse.urlsplit(img["src"]).path)[1:]
             file = built_book / path
             img["file"] = path
@@ -259,7 +261,11 @@ def test_screenshots_saved(site):
 
 @pytest.mark.parametrize("name", PAGES)
 def test_every_figure_has_a_caption_and_alt_text_that_describes_it(figures_seen, name):
-    for img in figures_seen[name, FIGURE_WIDTHS[0]]:
+    found = figures_seen[name, FIGURE_WIDTHS[0]]
+    assert not found["imageless"], f"{name}: captioned figures without an image (a cell " \
+        "with a figure caption also displays something else; end it with ';'): " + \
+        "; ".join(repr(t) for t in found["imageless"])
+    for img in found["images"]:
         where = f"{name}: image {img['file']}"
         assert img["caption"], f"{where} has no caption (mystnb: figure: caption in its cell)"
         alt = img["alt"].strip()
@@ -272,7 +278,7 @@ def test_every_figure_has_a_caption_and_alt_text_that_describes_it(figures_seen,
 def test_figure_text_is_at_least_10_px_on_screen(figures_seen, name, width):
     from kernels import plots
 
-    for img in figures_seen[name, width]:
+    for img in figures_seen[name, width]["images"]:
         where = f"{name} at {width} px: figure {img['file']}"
         assert img["png"] is not None, \
             f"{where} was not drawn by kernels.plots: no {plots.KEY} facts in it"
