@@ -114,18 +114,43 @@ def test_book_kernels_are_race_free_unless_racy_by_design(name):
         assert not found, found[:3]
 
 
-def test_on_a_gpu_machine_a_notebooks_answer_travels_to_the_tracer_as_its_source(rng):
-    """What the race case does where kernels.SIMULATOR is False, run here directly: the
-    answer, defined in a cell (here a planted racy one), is rebuilt in the tracer's
-    process from its source."""
+@pytest.fixture(scope="module")
+def racy_notebook():
+    """The namespace of the planted RACES notebook, its cells run as the grader runs them:
+    one cell per racy answer, each its topic's solution module run again with one
+    change under the module's file name, so the reduction and mutex cells replace each
+    other's source lines (what the tracer's process once rebuilt from)."""
     import planted
-    from kernels.trace import remote
+    from kernels import notebook_cells
 
-    label = "atomics-ex-256"
-    source = planted.solution_source("histogram", planted.bug_changes(label, planted.RACES))
     namespace = {"__name__": "__main__"}
-    exec(planted.module_cell("histogram", source, [label]), namespace)
-    fn = remote.portable(namespace["histogram_256"])
-    assert isinstance(fn, remote.Source)
-    t = remote.in_simulator_process(fn, (rng.integers(0, 4, 300, dtype=np.uint8),), {})
-    assert "both touch local[" in trace.races(t)[0].describe()
+    notebook_cells.run(planted.buggy_notebook(planted.RACES)["cells"], namespace,
+                       strict=True)
+    return namespace
+
+
+# The planted races, traced through the tracer's process (each a few seconds; all of
+# them take a minute): every answer whose cell a later cell's lines replaced (host
+# functions naming kernels, device functions and globals of their module), and one
+# of each other way a race case runs: a kernel launched by the checker, a host
+# function with an atomic counter, streams, a cooperative launch.
+REMOTE_RACES = ("reduction-ex-mean-variance", "reduction-ex-argmax", "reduction-ex-kahan",
+                "mutex-ex-deadlock", "mutex-ex-argmax", "gridstride-ex-reverse",
+                "atomics-ex-positions", "streams-ex-one-stream", "cooperative-ex-rotate")
+
+
+@pytest.mark.parametrize("label", REMOTE_RACES)
+def test_on_a_gpu_machine_planted_races_are_traced_in_the_tracers_process(
+        label, racy_notebook, monkeypatch, capfd):
+    """What the race case does where kernels.SIMULATOR is False, run here: the answer,
+    defined in a notebook, travels to a simulator process of its own as its code, with
+    the kernels, functions and globals it names, and its race is found there."""
+    from kernels.checks import registry
+
+    monkeypatch.setattr(trace, "LOCAL", False)
+    exercise = registry.EXERCISES[label]
+    report = exercise.checker(racy_notebook[exercise.names[0]])
+    case = report.cases[0]  # on the simulator the race case runs first, and ends the check
+    assert "not traced" not in case.description, case.description
+    assert case.detail.startswith(races.PREFIX), (case.description, case.detail)
+    assert "tracing on the Numba CUDA simulator in a separate process" in capfd.readouterr().out

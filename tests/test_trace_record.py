@@ -147,13 +147,13 @@ def scaled_reverse_kernel(x, out):
 """
 
 
-def test_a_kernel_defined_in_a_notebook_travels_as_its_source(tmp_path, rng):
+def test_a_kernel_defined_in_a_notebook_travels_as_its_code(tmp_path, rng):
     cell = tmp_path / "cell.py"  # where IPython keeps a cell's source, in effect
     cell.write_text(NOTEBOOK_CELL)
     namespace = {"__name__": "__main__"}
     exec(compile(NOTEBOOK_CELL, str(cell), "exec"), namespace)
     kernel = remote.portable(namespace["scaled_reverse_kernel"])
-    assert isinstance(kernel, remote.Source)
+    assert isinstance(kernel, remote.Code)
     x = rng.random(8, dtype=np.float32)
     t = remote.in_simulator_process(trace._launch_kernel,
                                     (kernel, (1, 8), x, np.zeros(8, np.float32)), {})
@@ -165,7 +165,7 @@ def test_a_kernel_defined_in_a_notebook_travels_as_its_source(tmp_path, rng):
     assert reads == {i: (7 - i,) for i in range(8)}
 
 
-def test_a_notebooks_host_function_travels_as_its_source(tmp_path, rng):
+def test_a_notebooks_host_function_travels_as_its_code(tmp_path, rng):
     source = NOTEBOOK_CELL + """
 
 def reverse_scaled(x):
@@ -178,7 +178,7 @@ def reverse_scaled(x):
     namespace = {"__name__": "__main__"}
     exec(compile(source, str(cell), "exec"), namespace)
     fn = remote.portable(namespace["reverse_scaled"])
-    assert isinstance(fn, remote.Source)
+    assert isinstance(fn, remote.Code)
     t = remote.in_simulator_process(fn, (rng.random(8, dtype=np.float32),), {})
     assert t.launch().kernel == "scaled_reverse_kernel" and trace.races(t) == []
 
@@ -206,20 +206,40 @@ def test_tracing_from_a_script_without_a_main_guard_runs_the_script_once(tmp_pat
     assert proc.stdout.count("the script ran") == 1 and "traced 1" in proc.stdout
 
 
-def test_what_cannot_travel_is_named(tmp_path):
-    source = ("from numba import cuda\nhelper = lambda v: v\n"
-              "@cuda.jit\ndef k(x):\n    x[0] = helper(x[0])\n")
+def test_code_without_a_source_file_travels_with_what_it_names():
+    """A grader's cell has no file: the code object travels, and with it the device
+    function and the global array it names."""
+    source = ("import numpy as np\nfrom numba import cuda\n"
+              "OFFSETS = np.arange(4, dtype=np.int32)\n"
+              "@cuda.jit(device=True)\ndef shifted(v, i):\n    return v + OFFSETS[i]\n"
+              "@cuda.jit\ndef k(x):\n    i = cuda.threadIdx.x\n    x[i] = shifted(x[i], i)\n")
     namespace = {"__name__": "__main__"}
-    exec(compile(source, "<cell>", "exec"), namespace)  # no file: no source to send
-    with pytest.raises(trace.TraceError, match="source of k cannot be found"):
-        remote.portable(namespace["k"])
-    cell = tmp_path / "cell.py"
-    cell.write_text(source)
+    exec(compile(source, "<no file>", "exec"), namespace)
+    kernel = remote.portable(namespace["k"])
+    assert kernel.names["shifted"][1].kind == "device"
+    t = remote.in_simulator_process(trace._launch_kernel,
+                                    (kernel, (1, 4), np.zeros(4, np.int32)), {})
+    writes = {a.index for a in t.launch().of("x", ("write",))}
+    assert t.launch().kernel == "k" and writes == {(i,) for i in range(4)}
+
+
+def test_what_cannot_travel_is_named():
+    source = ("from numba import cuda\n"
+              "def make(step):\n"
+              "    @cuda.jit(device=True)\n    def add(v):\n        return v + step\n"
+              "    return add\n"
+              "add_one = make(1)\n"
+              "@cuda.jit\ndef k(x):\n    x[0] = add_one(x[0])\n"
+              "pending = (i for i in range(3))\n"
+              "@cuda.jit\ndef g(x):\n    x[0] = len(pending)\n")
     namespace = {"__name__": "__main__"}
-    exec(compile(source, str(cell), "exec"), namespace)
-    with pytest.raises(trace.TraceError, match=r"refers to helper \(function\), which the "
-                                               "simulator process cannot rebuild"):
+    exec(compile(source, "<cell>", "exec"), namespace)
+    with pytest.raises(trace.TraceError, match="add uses variables of the function that "
+                                               "made it"):
         remote.portable(namespace["k"])
+    with pytest.raises(trace.TraceError, match=r"refers to pending \(generator\), which "
+                                               "the simulator process cannot rebuild"):
+        remote.portable(namespace["g"])
 
 
 def test_the_book_figures_traced_calls_travel_to_a_simulator_process(rng):

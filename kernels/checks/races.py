@@ -14,7 +14,7 @@ a GPU gives. On a GPU it runs last, after the cases a race may have made fail.
 import functools
 import types
 
-from kernels import SIMULATOR, trace
+from kernels import trace
 from kernels.checks import core
 from kernels.trace import remote
 
@@ -42,8 +42,8 @@ def kernel(kernel, configuration, args, launch=None):
 
 def _travel(fn):
     """On a GPU machine the call runs in the tracer's process: a notebook's function
-    travels as its source (kernels.trace.remote)."""
-    if SIMULATOR or not isinstance(fn, types.FunctionType):
+    travels as its code (kernels.trace.remote)."""
+    if trace.LOCAL or not isinstance(fn, types.FunctionType):
         return fn
     try:
         return remote.portable(fn)

@@ -18,7 +18,7 @@ On a machine with a GPU, Numba has already chosen the GPU when ``kernels`` was
 imported (it reads NUMBA_ENABLE_CUDASIM once), so the trace runs in a separate
 Python process on the simulator (``python -m kernels.trace``), and says so
 (kernels.trace.remote); the arguments must then be picklable (NumPy arrays,
-numbers); a kernel or function travels by module and name, or as its source if it
+numbers); a kernel or function travels by module and name, or as its code if it
 was defined in a notebook.
 """
 
@@ -29,6 +29,10 @@ from kernels.trace.analyses import (bank_conflicts, coverage, lock_order, races,
                                     sectors, stream_races)
 from kernels.trace import remote
 from kernels.trace.model import NothingLaunched, Trace, TraceError, TraceTooLarge
+
+# Trace in this process (the simulator), else in a simulator process of its own; tests
+# set it False to take a GPU machine's path on the simulator.
+LOCAL = SIMULATOR
 
 __all__ = ["run", "launch", "Trace", "TraceError", "TraceTooLarge", "NothingLaunched",
            "coverage", "sectors", "bank_conflicts", "races", "stream_races", "lock_order"]
@@ -68,9 +72,9 @@ def run(fn, *args, **kwargs):
     if _is_kernel(fn):
         raise TypeError(f"{fn.__name__} is a kernel: use trace.launch({fn.__name__}, "
                         "(blocks, threads), *args), or trace.run(host_function, ...)")
-    if SIMULATOR:
+    if LOCAL:
         return _record(fn, args, kwargs)
-    if isinstance(fn, types.FunctionType):  # a notebook's function travels as its source
+    if isinstance(fn, types.FunctionType):  # a notebook's function travels as its code
         fn = remote.portable(fn)
     return remote.in_simulator_process(fn, args, kwargs)
 
@@ -85,7 +89,7 @@ def launch(kernel, configuration, *args):
     if not (isinstance(configuration, tuple) and len(configuration) in (2, 3)):
         raise TypeError(f"configuration must be (blocks, threads) or (blocks, threads, "
                         f"stream), got {configuration!r}")
-    if SIMULATOR:
+    if LOCAL:
         return _record(_launch_kernel, (kernel, configuration) + args, {})
     return remote.in_simulator_process(
         _launch_kernel, (remote.portable(kernel), configuration) + args, {})

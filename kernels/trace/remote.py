@@ -7,20 +7,18 @@ module of the package: never the caller's main module, which multiprocessing's s
 would import again, running a script or a notebook's code a second time), and comes
 back pickled. A kernel
 cannot be pickled itself: it travels by module and name, or, if it was defined in a
-notebook or script (module __main__, which the child cannot import), as its source
-and the plain values its code names.
+notebook or script (module __main__, which the child cannot import), as its compiled
+code and the values, kernels and functions that code names.
 """
 
-import ast
 import importlib
-import inspect
 import linecache
+import marshal
 import os
 import pickle
 import subprocess
 import sys
 import tempfile
-import textwrap
 import types
 
 from kernels.trace.model import TraceError
@@ -79,11 +77,11 @@ def _picklable(value):
 def portable(obj):
     """A picklable stand-in for a kernel or function `obj` that the child turns back
     into it: by module and name where the child can import the module, else as its
-    source (a notebook's or a script's code)."""
+    compiled code (a notebook's or a script's)."""
     fn = getattr(obj, "py_func", obj)
     if _importable(fn.__module__):
         return Named(fn.__module__, fn.__qualname__)
-    return Source(obj)
+    return Code(obj)
 
 
 def _importable(module):
@@ -107,41 +105,74 @@ class Named:
         return self.resolve()(*args, **kwargs)
 
 
-class Source:
+class Code:
     """A kernel, device function or function defined in __main__ (or in a module made
-    in memory): its source, and the modules, numbers, kernels and functions its code
-    names, rebuilt in the child."""
+    in memory), rebuilt in the child from its compiled code and the modules, values,
+    kernels and functions that code names, each taken from the function's own globals.
+
+    The code object travels, not source text: a cell's source is found by file name and
+    line, and a later cell run under the same name (a module's source run again with a
+    change) would hand over another function's lines and names. The lines of its cell
+    go along for the tracer's messages."""
 
     def __init__(self, obj):
         fn = getattr(obj, "py_func", obj)
         self.name = fn.__name__
-        try:
-            self.source = textwrap.dedent(inspect.getsource(fn))
-        except (OSError, TypeError):
-            raise TraceError(f"the source of {self.name} cannot be found, so the simulator "
-                             "process cannot rebuild it; put the kernel in a module") from None
+        if fn.__closure__:
+            raise TraceError(f"{self.name} uses variables of the function that made it, "
+                             "which the simulator process cannot rebuild; define it at "
+                             "the top level of a cell or module")
+        self.kind = _kind(obj)
+        self.code = marshal.dumps(fn.__code__)
+        self.defaults = [_value(f"the defaults of {self.name}", d)
+                         for d in (fn.__defaults__, fn.__kwdefaults__)]
+        self.filename = fn.__code__.co_filename
+        self.lines = linecache.getlines(self.filename, fn.__globals__)
         self.names = {}
-        for name in _names(fn.__code__) | _decorator_names(self.source):
+        for name in _names(fn.__code__):
             if name in fn.__globals__:
-                self.names[name] = _value(name, fn.__globals__[name])
+                value = fn.__globals__[name]
+                # a function that calls itself by name is rebuilt once
+                self.names[name] = (("itself", None) if value is obj or value is fn
+                                    else _value(name, value))
 
     def resolve(self):
-        namespace = {}
+        from numba import cuda
+
+        if self.lines and self.filename not in linecache.cache:
+            linecache.cache[self.filename] = (sum(map(len, self.lines)), None, self.lines,
+                                              self.filename)
+        namespace = {"__name__": "__main__"}
+        defaults, kwdefaults = (_rebuilt(how, value) for how, value in self.defaults)
+        fn = types.FunctionType(marshal.loads(self.code), namespace, self.name, defaults)
+        fn.__kwdefaults__ = kwdefaults
+        built = fn if self.kind == "function" else cuda.jit(fn, device=self.kind == "device")
         for name, (how, value) in self.names.items():
-            namespace[name] = (importlib.import_module(value) if how == "module" else
-                               value.resolve() if how == "kernel" else value)
-        filename = f"<traced {self.name}>"
-        # The tracer names a shared array from its source line: let linecache find it.
-        lines = self.source.splitlines(keepends=True)
-        linecache.cache[filename] = (len(self.source), None, lines, filename)
-        exec(compile(self.source, filename, "exec"), namespace)
-        return namespace[self.name]
+            namespace[name] = built if how == "itself" else _rebuilt(how, value)
+        return built
 
     def __getitem__(self, configuration):
         return self.resolve()[configuration]
 
     def __call__(self, *args, **kwargs):
         return self.resolve()(*args, **kwargs)
+
+
+def _kind(obj):
+    """What the child makes of `obj`'s function: a CUDA "kernel", a CUDA "device"
+    function, or a plain "function" (any other Numba function runs as its Python)."""
+    from kernels import SIMULATOR
+
+    if SIMULATOR:
+        from numba.cuda.simulator.kernel import FakeCUDAKernel
+
+        device = obj._device if isinstance(obj, FakeCUDAKernel) else None
+    else:
+        from numba.cuda.dispatcher import CUDADispatcher
+
+        device = (bool(obj.targetoptions.get("device")) if isinstance(obj, CUDADispatcher)
+                  else None)
+    return "function" if device is None else "device" if device else "kernel"
 
 
 def _names(code):
@@ -153,20 +184,14 @@ def _names(code):
     return found
 
 
-def _decorator_names(source):
-    """The global names the decorators in `source` use (cuda in @cuda.jit)."""
-    function = ast.parse(source).body[0]
-    return {node.id for decorator in function.decorator_list for node in ast.walk(decorator)
-            if isinstance(node, ast.Name)}
-
-
 def _value(name, value):
+    """(how, what) for the child to rebuild `value`: a module by name, a kernel or a
+    function of a notebook as its code, anything else pickled."""
     if isinstance(value, types.ModuleType):
         return "module", value.__name__
     if hasattr(value, "py_func") or (isinstance(value, types.FunctionType)
-                                     and value.__name__ != "<lambda>"
                                      and not _importable(value.__module__)):
-        return "kernel", portable(value)  # another kernel, device function or function
+        return "code", portable(value)  # another kernel, device function or function
     if getattr(value, "__module__", None) != "__main__":
         try:
             pickle.dumps(value)  # numbers, tuples, NumPy and Numba types, module functions
@@ -175,3 +200,8 @@ def _value(name, value):
             pass
     raise TraceError(f"the kernel refers to {name} ({type(value).__name__}), which the "
                      "simulator process cannot rebuild; put the kernel in a module")
+
+
+def _rebuilt(how, value):
+    return (importlib.import_module(value) if how == "module" else
+            value.resolve() if how == "code" else value)
