@@ -151,8 +151,8 @@ def run(cells, namespace, seconds=None, on_cell=lambda number: None, *, strict=F
                     fail(f"{where} has a syntax error (line {err.lineno}: {err.msg})", err,
                          "it was skipped and the next cells ran")
                     continue
-                # its source, for tracebacks and the tracer's process on a GPU
-                # (kernels.trace.remote)
+                # its source, for tracebacks and the tracer's messages (on a GPU
+                # machine kernels.trace.remote sends these lines with the code)
                 linecache.cache[filename] = (len(code), None, code.splitlines(True), filename)
                 try:
                     exec(compiled, namespace)

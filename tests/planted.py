@@ -322,8 +322,8 @@ def module_cell(topic_name, source, labels):
              f"_answers = types.ModuleType('answers_{topic_name}')",
              "sys.modules[_answers.__name__] = _answers",
              f"_source = {source!r}",
-             "# its source findable, as a notebook cell's is: the tracer's process on a",
-             "# GPU machine rebuilds the answer from it",
+             "# its source findable, as a notebook cell's is, for tracebacks and the",
+             "# tracer's messages",
              f"linecache.cache[{filename!r}] = (len(_source), None, "
              f"_source.splitlines(True), {filename!r})",
              f"exec(compile(_source, {filename!r}, 'exec'), _answers.__dict__)"]

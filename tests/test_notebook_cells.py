@@ -111,8 +111,7 @@ def test_no_time_limit_leaves_the_alarm_alone():
 
 
 def test_a_cells_source_can_be_found_by_its_file_name():
-    """For tracebacks, and for the tracer's process on a GPU, which rebuilds a kernel
-    defined in a cell from its source (inspect reads it through linecache)."""
+    """For tracebacks and the tracer's messages (inspect reads it through linecache)."""
     import inspect
 
     ns = {}

@@ -159,7 +159,7 @@ def test_a_kernel_defined_in_a_notebook_travels_as_its_code(tmp_path, rng):
                                     (kernel, (1, 8), x, np.zeros(8, np.float32)), {})
     launch = t.launch()
     assert launch.kernel == "scaled_reverse_kernel"
-    assert launch.arrays["tile"]["space"] == "shared"  # named from its source line
+    assert launch.arrays["tile"]["space"] == "shared"  # named from its code
     assert trace.races(t) == []
     reads = {a.thread[0]: a.index for a in launch.of("tile", ("read",))}
     assert reads == {i: (7 - i,) for i in range(8)}
