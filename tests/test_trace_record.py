@@ -208,9 +208,10 @@ def test_tracing_from_a_script_without_a_main_guard_runs_the_script_once(tmp_pat
 
 def test_code_without_a_source_file_travels_with_what_it_names():
     """A grader's cell has no file: the code object travels, and with it the device
-    function and the global array it names."""
+    function and the global array it names; a global that only shares a name with an
+    attribute it reads (x in cuda.threadIdx.x) stays behind."""
     source = ("import numpy as np\nfrom numba import cuda\n"
-              "OFFSETS = np.arange(4, dtype=np.int32)\n"
+              "OFFSETS = np.arange(4, dtype=np.int32)\nx = (v for v in OFFSETS)\n"
               "@cuda.jit(device=True)\ndef shifted(v, i):\n    return v + OFFSETS[i]\n"
               "@cuda.jit\ndef k(x):\n    i = cuda.threadIdx.x\n    x[i] = shifted(x[i], i)\n")
     namespace = {"__name__": "__main__"}

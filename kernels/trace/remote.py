@@ -11,6 +11,7 @@ notebook or script (module __main__, which the child cannot import), as its comp
 code and the values, kernels and functions that code names.
 """
 
+import dis
 import importlib
 import linecache
 import marshal
@@ -176,8 +177,10 @@ def _kind(obj):
 
 
 def _names(code):
-    """Every global name `code` and the functions nested in it refer to."""
-    found = set(code.co_names)
+    """Every global name `code` and the functions nested in it read: not the attribute
+    names (x in cuda.threadIdx.x), which a notebook's global x must not shadow."""
+    found = {i.argval for i in dis.get_instructions(code)
+             if i.opname in ("LOAD_GLOBAL", "LOAD_NAME")}
     for const in code.co_consts:
         if isinstance(const, types.CodeType):
             found |= _names(const)
