@@ -75,3 +75,13 @@ def test_the_book_build_shows_a_report_in_one_line(monkeypatch):
     line = str(failing)
     assert "\n" not in line and "not solved yet" in line and "1 of 2 checks pass" in line
     assert str(passing) == "saxpy: all 1 checks passed."
+
+
+def test_a_race_found_is_explained_even_after_other_failures():
+    """On a GPU the race case runs after the others: its explanation, which no GPU run
+    gives, is shown however many cases failed before it; other details stay capped."""
+    failed = [core.Case(f"case {i}", False, f"detail {i}") for i in range(core.SHOW_FAILURES + 2)]
+    race = core.Case("no race between threads", False, "the tracer found a race", True)
+    text = str(core.Report("ex", failed + [race]))
+    assert "the tracer found a race" in text
+    assert f"detail {core.SHOW_FAILURES - 1}" in text and f"detail {core.SHOW_FAILURES}" not in text

@@ -110,6 +110,7 @@ class Case:
     description: str
     passed: bool
     detail: str
+    always_shown: bool = False  # a detail no other case gives (the tracer's race): never elided
 
 
 @dataclasses.dataclass
@@ -134,8 +135,8 @@ class Report:
         shown = 0
         for c in self.cases:
             detail = ""
-            if not c.passed and shown < SHOW_FAILURES:
-                detail, shown = f"\n        {c.detail}", shown + 1
+            if not c.passed and (c.always_shown or shown < SHOW_FAILURES):
+                detail, shown = f"\n        {c.detail}", shown + (not c.always_shown)
             lines.append(f"  {'PASS' if c.passed else 'FAIL'}  {c.description}{detail}")
         return "\n".join(lines)
 

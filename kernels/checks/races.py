@@ -56,7 +56,7 @@ def _case(launch, tracer, *args):
     try:
         t = core.call_with_time_limit(tracer, *args, seconds=TIME_LIMIT_S)
     except core.TimeLimitExceeded as err:
-        return core.Case(description, False, f"under the tracer your code {err}")
+        return core.Case(description, False, f"under the tracer your code {err}", True)
     except trace.NothingLaunched:
         return None  # nothing to trace: the launch rule fails such an answer
     except Exception as err:  # the tracer cannot run it: the other cases say the rest
@@ -72,7 +72,7 @@ def _case(launch, tracer, *args):
               + (f"; and {more} more like {'it' if more == 1 else 'them'}" if more > 0 else "")
               + ". A GPU runs these accesses in any order, so the result can change "
               "from run to run")
-    return core.Case(description, False, detail)
+    return core.Case(description, False, detail, True)
 
 
 def _first_line(err):
