@@ -162,7 +162,10 @@ def test_checker_fails_planted_bug(checker, planted):
     # that each solution passes its checker: tests/test_grading.py (every exercise)
     bad = checker(planted)
     assert not bad.passed
-    assert "FAIL" in str(bad) and "expected" in str(bad)
+    # a wrong result is shown against the reference; a race (which ends the check on
+    # the simulator) is named by the tracer
+    assert "FAIL" in str(bad)
+    assert "expected" in str(bad) or "the tracer ran your code" in str(bad)
 
 
 def test_checker_reports_exceptions_in_plain_words():
