@@ -1,8 +1,15 @@
 """The book builds with every chapter executed (simulator here) and no warnings."""
 
+import pathlib
 import re
+import sys
 
 import pytest
+import yaml
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "book" / "_tools"))
+import myst  # noqa: E402
 
 pytestmark = pytest.mark.book
 
@@ -31,15 +38,7 @@ def test_gridstride_shows_module_kernels_and_plots(built_book):
 def test_cell_options_are_valid_yaml(name):
     """A code cell's `---` options block is YAML; a caption with ': ' in a plain scalar
     stops myst-nb ("Invalid options format"). Checked here in a second, before a build."""
-    import pathlib
-    import sys
-
-    import yaml
-    root = pathlib.Path(__file__).resolve().parent.parent
-    sys.path.insert(0, str(root / "book" / "_tools"))
-    import myst
-
-    for block in myst.split((root / "book" / f"{name}.md").read_text()):
+    for block in myst.split((ROOT / "book" / f"{name}.md").read_text()):
         if getattr(block, "name", None) == "code-cell":
             try:
                 block.options_and_content()
