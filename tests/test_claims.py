@@ -330,27 +330,19 @@ def test_streams_numba_copies_turn_the_curve_up_at_16_chunks():
     assert _pipe_row(NUMBA, 16)["issue_ms"] > _pipe_row(DRIVER, 16)["issue_ms"] * 2
 
 
-def test_streams_driver_queueing_is_far_quicker_than_the_gpu_work():
-    """streams.md: "Queueing is then far quicker than the GPU's work at every chunk
-    count"; and "Queueing a wait or recording an event costs a few microseconds of host
+def test_streams_driver_queueing_takes_less_than_the_gpu_work():
+    """streams.md: "Queueing then takes less time than the GPU's work at every chunk
+    count (at most ...% of it, ...), so the GPU never waits for the host" (the share is
+    glued); and "Queueing a wait or recording an event costs a few microseconds of host
     time, no more than a driver copy (the table above)"."""
     for name in (DRIVER, STAGE):
         for r in _pipe().rows(name=name, memory="pinned"):
-            assert r["issue_ms"] < med(r) / 3, (name, r["chunks"], r["shrink"])
+            assert r["issue_ms"] < med(r), (name, r["chunks"], r["shrink"])
     costs = rec("streams.host_costs")
     driver = costs.get("copy_in_driver")["host_us"]
     for name in ("event record", "event wait"):
         assert costs.get(name)["host_us"] <= driver
     assert costs.get("copy_in_numba (copy_to_device)")["host_us"] > 5 * driver
-
-
-def test_streams_queued_gaps_include_one_stream():
-    """streams.md: "[the hypothesis] does not explain the gap with a single stream, where
-    rule 1 fixes the order (... 1 chunk: ... against ... ms)": some one-chunk run is
-    slower queued than unqueued."""
-    ones = [r for r in _pipe().rows(kind="kernel", memory="pinned", shrink=1)
-            if r["chunks"] == 1 and "queued_ms" in r]
-    assert any(compare.verdict(r["queued_ms"], r) == "slower" for r in ones)
 
 
 def test_streams_stage_streams_queued_and_unqueued_agree():
@@ -414,7 +406,8 @@ def test_streams_timelines_show_the_tails_and_orders_the_text_describes():
     does not take the streams in the order they were queued"; with Numba's copies "the
     copies out ... pile up at the end"; one stream per stage "takes the chunks in order
     ... and almost nothing sticks out after the last copy in"; "each of these runs ends
-    within ...% of the same pipeline's time above" (a few percent)."""
+    no further from the same pipeline's median time above than that pipeline's repeated
+    runs spread from their 10th to their 90th percentile"."""
     timeline = rec("streams.timeline")
     copy_out = med(_pipe().get("copy out, whole"))
 
@@ -435,7 +428,8 @@ def test_streams_timelines_show_the_tails_and_orders_the_text_describes():
     for r in timeline.rows():
         end = max(s["done_ms"] for s in r["steps"])
         same = _pipe().get(r["name"], chunks=r["chunks"], memory="pinned", shrink=r["shrink"])
-        assert abs(end / med(same) - 1) < 0.05, (r["name"], r["chunks"])
+        t = same["time_ms"]
+        assert abs(end - t["median"]) <= t["p90"] - t["p10"], (r["name"], r["chunks"])
 
 
 
