@@ -145,11 +145,12 @@ def test_on_a_gpu_machine_planted_races_are_traced_in_the_tracers_process(
     """What the race case does where kernels.SIMULATOR is False, run here: the answer,
     defined in a notebook, travels to a simulator process of its own as its code, with
     the kernels, functions and globals it names, and its race is found there."""
+    from kernels import checks
     from kernels.checks import registry
 
     monkeypatch.setattr(trace, "LOCAL", False)
     exercise = registry.EXERCISES[label]
-    report = exercise.checker(racy_notebook[exercise.names[0]])
+    report = getattr(checks, exercise.check_name)(racy_notebook[exercise.names[0]])
     case = report.cases[0]  # on the simulator the race case runs first, and ends the check
     assert "not traced" not in case.description, case.description
     assert case.detail.startswith(races.PREFIX), (case.description, case.detail)

@@ -12,7 +12,7 @@ import numpy as np
 from numba import cuda
 
 from kernels import SIMULATOR
-from kernels.checks import launches
+from kernels.checks import launches, registry
 from kernels.harness import MismatchError, check
 
 TIME_LIMIT_S = 60.0 if SIMULATOR else 20.0  # read at each call: the grader may lower it
@@ -162,8 +162,6 @@ def _no_launch(rule, before, after):
 
 
 def _launch_rule(exercise):
-    from kernels.checks import registry  # the registry imports the checkers, so late
-
     entry = registry.by_check_name(exercise)
     return entry.launch if entry is not None else None
 

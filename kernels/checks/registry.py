@@ -9,11 +9,14 @@ harder 3); ``launch`` says which kernel launches the checker demands of every ca
 (see kernels.checks.launches): ``YOURS``, a kernel the student wrote; ``ANY``, any
 kernel but the course's solutions (the streams exercises are about streams and may
 launch the course's vector add); None, none (a host computation).
+
+The table names each checker (``checks.<check_name>``) and imports none of them: the
+checkers' shared machinery (kernels.checks.core) reads the launch rule here, so this
+module is a leaf the checkers depend on, never the other way round.
 """
 
 import dataclasses
 
-from kernels.checks import cooperative, gridstride, histogram, matmul, mutex, reduction, streams
 from kernels.checks.launches import ANY, YOURS
 
 __all__ = []  # kernels.checks gathers checkers, not this table: import it by name
@@ -26,7 +29,7 @@ class Exercise:
     label: str  # the exercise's :label: in the book
     chapter: str  # book/<chapter>.md
     difficulty: str  # a key of POINTS, as the exercise's title says
-    checker: object  # kernels.checks.<topic>.<name>: takes the student's function
+    check_name: str  # the checker readers call, checks.<check_name>(the student's function)
     names: tuple  # what the student defines; the checker gets getattr(ns, names[0])
     kernel: bool  # True: names[0] is a @cuda.jit kernel; False: a host function
     launch: str = YOURS  # YOURS, ANY or None: the launches every case must make
@@ -35,51 +38,40 @@ class Exercise:
     def points(self):
         return POINTS[self.difficulty]
 
-    @property
-    def check_name(self):
-        """The name readers call: ``checks.<check_name>(...)``."""
-        return self.checker.__name__
-
 
 def _exercises(*rows):
     table = {}
-    for label, difficulty, checker, names, kernel, *launch in rows:
+    for label, difficulty, check_name, names, kernel, *launch in rows:
         chapter = label.split("-ex-")[0]
-        table[label] = Exercise(label, chapter, difficulty, checker, tuple(names), kernel,
+        table[label] = Exercise(label, chapter, difficulty, check_name, tuple(names), kernel,
                                 *launch)
     return table
 
 
 EXERCISES = _exercises(
-    ("gridstride-ex-saxpy", "easy", gridstride.saxpy, ["saxpy_kernel"], True),
-    ("gridstride-ex-clip", "medium", gridstride.clip_2d, ["clip_2d_kernel"], True),
-    ("gridstride-ex-reverse", "harder", gridstride.reverse_inplace,
-     ["reverse_inplace_kernel"], True),
-    ("atomics-ex-256", "easy", histogram.histogram_256, ["histogram_256"], False),
-    ("atomics-ex-words", "medium", histogram.word_length_histogram,
-     ["word_length_histogram"], False),
-    ("atomics-ex-positions", "harder", histogram.positions_of, ["positions_of"], False),
-    ("reduction-ex-mean-variance", "easy", reduction.mean_variance, ["mean_variance"], False),
-    ("reduction-ex-argmax", "medium", reduction.argmax, ["argmax"], False),
-    ("reduction-ex-kahan", "medium", reduction.kahan_sum, ["kahan_sum"], False),
-    ("reduction-ex-topk", "harder", reduction.topk, ["topk"], False),
-    ("mutex-ex-deadlock", "easy", mutex.lock_sum_positive, ["sum_positive"], False),
-    ("mutex-ex-argmax", "medium", mutex.lock_argmax, ["my_argmax"], False),
-    ("mutex-ex-bins", "harder", mutex.lock_bin_product, ["my_bin_product"], False),
-    ("streams-ex-one-stream", "easy", streams.stream_add, ["stream_add"], False, ANY),
-    ("streams-ex-chunked", "medium", streams.chunked_streams_add, ["chunked_streams_add"],
-     False, ANY),
-    ("streams-ex-bounded", "harder", streams.bounded_streams_add, ["bounded_streams_add"],
-     False, ANY),
-    ("cooperative-ex-rotate", "easy", cooperative.rotate_rows, ["rotate_rows_kernel"], True),
-    ("cooperative-ex-normalize", "medium", cooperative.normalize_by_max,
-     ["normalize_by_max_kernel"], True),
-    ("cooperative-ex-converge", "harder", cooperative.jacobi_until_converged,
-     ["jacobi_until_converged"], False),
-    ("matmul-ex-choose-tile", "easy", matmul.choose_tile, ["choose_tile"], False, None),
-    ("matmul-ex-transpose", "medium", matmul.tiled_transpose, ["transpose_tiled_kernel"],
-     True),
-    ("matmul-ex-matvec", "harder", matmul.tiled_matvec, ["matvec_tiled_kernel"], True),
+    ("gridstride-ex-saxpy", "easy", "saxpy", ["saxpy_kernel"], True),
+    ("gridstride-ex-clip", "medium", "clip_2d", ["clip_2d_kernel"], True),
+    ("gridstride-ex-reverse", "harder", "reverse_inplace", ["reverse_inplace_kernel"], True),
+    ("atomics-ex-256", "easy", "histogram_256", ["histogram_256"], False),
+    ("atomics-ex-words", "medium", "word_length_histogram", ["word_length_histogram"], False),
+    ("atomics-ex-positions", "harder", "positions_of", ["positions_of"], False),
+    ("reduction-ex-mean-variance", "easy", "mean_variance", ["mean_variance"], False),
+    ("reduction-ex-argmax", "medium", "argmax", ["argmax"], False),
+    ("reduction-ex-kahan", "medium", "kahan_sum", ["kahan_sum"], False),
+    ("reduction-ex-topk", "harder", "topk", ["topk"], False),
+    ("mutex-ex-deadlock", "easy", "lock_sum_positive", ["sum_positive"], False),
+    ("mutex-ex-argmax", "medium", "lock_argmax", ["my_argmax"], False),
+    ("mutex-ex-bins", "harder", "lock_bin_product", ["my_bin_product"], False),
+    ("streams-ex-one-stream", "easy", "stream_add", ["stream_add"], False, ANY),
+    ("streams-ex-chunked", "medium", "chunked_streams_add", ["chunked_streams_add"], False, ANY),
+    ("streams-ex-bounded", "harder", "bounded_streams_add", ["bounded_streams_add"], False, ANY),
+    ("cooperative-ex-rotate", "easy", "rotate_rows", ["rotate_rows_kernel"], True),
+    ("cooperative-ex-normalize", "medium", "normalize_by_max", ["normalize_by_max_kernel"], True),
+    ("cooperative-ex-converge", "harder", "jacobi_until_converged", ["jacobi_until_converged"],
+     False),
+    ("matmul-ex-choose-tile", "easy", "choose_tile", ["choose_tile"], False, None),
+    ("matmul-ex-transpose", "medium", "tiled_transpose", ["transpose_tiled_kernel"], True),
+    ("matmul-ex-matvec", "harder", "tiled_matvec", ["matvec_tiled_kernel"], True),
 )
 
 

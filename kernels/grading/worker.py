@@ -79,7 +79,7 @@ def main():
         channel.flush()
 
     import kernels
-    from kernels import harness, notebook_cells
+    from kernels import checks, harness, notebook_cells
     from kernels.checks import core, registry
     from kernels.grading import submissions, tamper
 
@@ -110,7 +110,7 @@ def main():
                         "for (check its spelling, and that the cell defining it ran).")
             continue
         try:
-            report = exercise.checker(namespace[name])
+            report = getattr(checks, exercise.check_name)(namespace[name])
         except Exception as err:  # the checker could not even set up the cases
             send("exercise", label=label, passed=False,
                  report=f"The checker could not run your `{name}`: "
