@@ -26,7 +26,7 @@ python -m kernels COMMAND --help says more about each command."""
 
 
 def build_parser():
-    from kernels.harness import TOPICS
+    from kernels.harness.recording import TOPICS
 
     parser = argparse.ArgumentParser(prog="python -m kernels", description=DESCRIPTION,
                                      epilog=EXAMPLES,

@@ -199,14 +199,14 @@ def line(result):
 def summary():
     """Every registered benchmark's recording, summarised; what is not recorded yet."""
     benchmarks = harness.load_benchmarks()
-    order = {t: i for i, t in enumerate(harness.TOPICS)}
+    order = {t: i for i, t in enumerate(harness.recording.TOPICS)}
     lines, unrecorded = [], []
     for key in sorted(benchmarks, key=lambda k: (order[k.split(".")[0]], k)):
         try:
             lines.append(line(harness.recorded(key)))
         except LookupError:
             unrecorded.append(key)
-    no_benchmarks = [t for t in harness.TOPICS
+    no_benchmarks = [t for t in harness.recording.TOPICS
                      if not any(k.startswith(t + ".") for k in benchmarks)]
     return Summary(lines, unrecorded, no_benchmarks)
 

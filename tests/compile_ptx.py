@@ -3,14 +3,16 @@
 Run as a script in a process with NUMBA_ENABLE_CUDASIM=0 (the test does this):
     python tests/compile_ptx.py TOPIC [--link]
 The signatures come from PTX_SIGNATURES in tests/test_TOPIC.py; every CUDA kernel
-and device function of kernels/TOPIC.py must have at least one. --link also links
-each kernel's sm_75 PTX into a cubin, as numba-cuda does before a launch (cuda.core's
-Linker: nvJitLink where installed, else the driver's), and says which linker did it:
-the T4 check of tests/colab/gpu_check.py.
+and device function of kernels/TOPIC.py (or of the modules of the package
+kernels/TOPIC/) must have at least one. --link also links each kernel's sm_75 PTX
+into a cubin, as numba-cuda does before a launch (cuda.core's Linker: nvJitLink where
+installed, else the driver's), and says which linker did it: the T4 check of
+tests/colab/gpu_check.py.
 """
 
 import importlib
 import pathlib
+import pkgutil
 import sys
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
@@ -49,15 +51,17 @@ def link_cubin(ptx, cc):
 
 
 def main(topic, link=False):
-    module = importlib.import_module(f"kernels.{topic}")
-    signatures = importlib.import_module(f"test_{topic}").PTX_SIGNATURES
-    found = {name for name, obj in vars(module).items()
+    package = importlib.import_module(f"kernels.{topic}")
+    modules = [package] + [importlib.import_module(f"{package.__name__}.{m.name}")
+                           for m in pkgutil.iter_modules(getattr(package, "__path__", []))]
+    found = {name: obj for module in modules for name, obj in vars(module).items()
              if isinstance(obj, CUDADispatcher) and obj.py_func.__module__ == module.__name__}
-    missing = found - set(signatures)
+    signatures = importlib.import_module(f"test_{topic}").PTX_SIGNATURES
+    missing = set(found) - set(signatures)
     if missing:
         sys.exit(f"kernels.{topic}: no PTX signature for {sorted(missing)}")
     for name, sigs in signatures.items():
-        kernel = getattr(module, name)
+        kernel = found[name]
         device = kernel.targetoptions.get("device", False)
         for sig in sigs:
             for cc in CCS:

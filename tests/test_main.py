@@ -50,7 +50,7 @@ def test_bench_help_lists_the_topics(capsys):
     with pytest.raises(SystemExit):
         main(["bench", "--help"])
     out = " ".join(capsys.readouterr().out.split())
-    for topic in harness.TOPICS:
+    for topic in harness.recording.TOPICS:
         assert topic in out
 
 
@@ -76,7 +76,7 @@ def test_bench_refuses_on_the_simulator(capsys):
 ])
 def test_merge_of_a_bad_file_says_why_without_a_traceback(tmp_path, monkeypatch, capsys,
                                                           content, says):
-    monkeypatch.setattr(harness, "BENCH_DIR", tmp_path / "bench")
+    monkeypatch.setattr(harness.recording, "BENCH_DIR", tmp_path / "bench")
     src = tmp_path / "recording.json"
     if content is not None:
         src.write_text(content)
@@ -87,8 +87,8 @@ def test_merge_of_a_bad_file_says_why_without_a_traceback(tmp_path, monkeypatch,
 
 
 def test_merge_of_a_recording_writes_it(tmp_path, monkeypatch, capsys):
-    original = sorted(harness.BENCH_DIR.glob("*.json"))[0]
-    monkeypatch.setattr(harness, "BENCH_DIR", tmp_path)
+    original = sorted(harness.recording.BENCH_DIR.glob("*.json"))[0]
+    monkeypatch.setattr(harness.recording, "BENCH_DIR", tmp_path)
     assert main(["merge", str(original)]) == 0
     merged = tmp_path / original.name
     assert f"merged into {merged}" in capsys.readouterr().out

@@ -65,11 +65,11 @@ def close_figures():
 @pytest.fixture
 def bench_dir(tmp_path, monkeypatch):
     """A recordings folder and fake benchmarks "matmul.<name>" for every ROWS entry."""
-    monkeypatch.setattr(harness, "BENCH_DIR", tmp_path)
+    monkeypatch.setattr(harness.recording, "BENCH_DIR", tmp_path)
     harness.load_benchmarks()
     for name in ROWS:
         key = f"matmul.fake_{name}"
-        monkeypatch.setitem(harness.BENCHMARKS, key,
+        monkeypatch.setitem(harness.recording.BENCHMARKS, key,
                             harness.Benchmark(key, source_of_fake, (source_of_fake,)))
     return tmp_path
 
@@ -226,7 +226,7 @@ def test_nothing_recorded_is_said_not_crashed(bench_dir):
 
 
 def test_topics_without_benchmarks_are_listed(bench_dir, monkeypatch):
-    monkeypatch.setattr(harness, "TOPICS", harness.TOPICS + ("tensorcores",))
+    monkeypatch.setattr(harness.recording, "TOPICS", harness.recording.TOPICS + ("tensorcores",))
     assert "tensorcores" in performance.summary().no_benchmarks
 
 

@@ -13,14 +13,14 @@ TIME_KEYS = {"median", "p10", "p90", "min", "repeats"}
 
 
 def test_there_is_a_recording():
-    assert RECORDINGS, f"no recordings in {harness.BENCH_DIR}: run `make bench` on a GPU"
+    assert RECORDINGS, f"no recordings in {harness.recording.BENCH_DIR}: run `make bench` on a GPU"
 
 
 @pytest.mark.parametrize("path", sorted(RECORDINGS), ids=lambda p: p.name)
 def test_schema(path):
     data = RECORDINGS[path]
     assert TOP_KEYS <= set(data), f"missing {TOP_KEYS - set(data)}"
-    assert data["schema"] == harness.SCHEMA
+    assert data["schema"] == harness.recording.SCHEMA
     assert not data["device"]["simulator"] and data["device"]["sm_count"] > 0
     assert path.stem == harness.slug(data["device"]["name"])
     for key in ("copy_gbps", "h2d_gbps", "d2h_gbps"):

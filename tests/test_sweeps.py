@@ -28,10 +28,10 @@ def source_of_fake():
 @pytest.fixture
 def sweep(tmp_path, monkeypatch):
     """A fake memory sweep: a fixed 0.008 ms, then 2.5 TB/s; warm 30% faster below L2."""
-    monkeypatch.setattr(harness, "BENCH_DIR", tmp_path)
+    monkeypatch.setattr(harness.recording, "BENCH_DIR", tmp_path)
     harness.load_benchmarks()
     key = "matmul.fake_sweep"
-    monkeypatch.setitem(harness.BENCHMARKS, key,
+    monkeypatch.setitem(harness.recording.BENCHMARKS, key,
                         harness.Benchmark(key, source_of_fake, (source_of_fake,)))
     monkeypatch.setitem(sweeps.SWEEPS, key, sweeps.Spec("bytes", "bytes", 1.0, "fake"))
     rows = []
@@ -77,7 +77,7 @@ def test_figure_fits_the_column_with_legible_text(sweep):
 
 def test_a_sweep_not_recorded_is_none(sweep, monkeypatch):
     monkeypatch.setitem(sweeps.SWEEPS, "matmul.nothing", sweeps.Spec("n", "n", None, "x"))
-    monkeypatch.setitem(harness.BENCHMARKS, "matmul.nothing",
+    monkeypatch.setitem(harness.recording.BENCHMARKS, "matmul.nothing",
                         harness.Benchmark("matmul.nothing", source_of_fake, (source_of_fake,)))
     assert sweeps.load("matmul.nothing") is None
 

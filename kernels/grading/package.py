@@ -24,7 +24,7 @@ def files():
             found[pathlib.PurePosixPath("kernels", *rel.parts)] = path.read_bytes()
     # In a checkout the recordings live with the book; the copy carries them as an
     # installed package does (kernels/recordings, where harness looks next).
-    for path in sorted(pathlib.Path(harness.BENCH_DIR).glob("*.json")):
+    for path in sorted(pathlib.Path(harness.recording.BENCH_DIR).glob("*.json")):
         found.setdefault(pathlib.PurePosixPath("kernels", "recordings", path.name),
                          path.read_bytes())
     return found

@@ -27,7 +27,7 @@ def _modules():
 
 
 def _fingerprint(value):
-    if value is None:  # a cache filled on first use (harness._flush_buffers): not compared
+    if value is None:  # a cache filled on first use (harness.timing._flush_buffers): not compared
         return None
     if isinstance(value, PLAIN):
         return (type(value), value)

@@ -1,0 +1,31 @@
+"""The one harness every topic uses: check, time, record.
+
+* ``check`` (kernels.harness.checking): compare a result with its reference (exact
+  for integers, a tolerance by dtype for floats) and name the first mismatches.
+* ``time_gpu``, ``time_blocking``, ``time_cpu``, ``CUDATimer``, ``measure_limits``
+  (kernels.harness.timing): GPU time by CUDA events after a warm-up, launch overhead
+  hidden, L2 flushed on request; the device's physical limits, measured.
+* ``benchmark`` / ``recorded`` / ``live_or_recorded`` (kernels.harness.recording): the
+  registry of benchmarks and their recordings in ``book/_data/bench/<device>.json``,
+  stamped with the source hash of the kernels each one ran, so a changed kernel makes
+  its recording stale.
+
+Chapters and topics call the functions and classes from here (``harness.check``).
+Module data (``BENCH_DIR``, ``TOPICS``, ``SCHEMA``, ``BENCHMARKS``) is read, and set
+by tests, in the module that holds it: ``harness.recording.BENCH_DIR``.
+"""
+
+from kernels.harness.checking import MismatchError, check, default_tolerance, to_host
+from kernels.harness.recording import (Benchmark, Result, benchmark, environment,
+                                       live_or_recorded, load_benchmarks, merge_recording,
+                                       recorded, recordings, row, run_benchmark, slug,
+                                       source_hash, write_recording)
+from kernels.harness.timing import (CUDATimer, Timing, flush_l2, measure_limits, require_gpu,
+                                    time_blocking, time_cpu, time_gpu)
+
+__all__ = ["MismatchError", "check", "default_tolerance", "to_host",
+           "CUDATimer", "Timing", "flush_l2", "measure_limits", "require_gpu",
+           "time_blocking", "time_cpu", "time_gpu",
+           "Benchmark", "Result", "benchmark", "environment", "live_or_recorded",
+           "load_benchmarks", "merge_recording", "recorded", "recordings", "row",
+           "run_benchmark", "slug", "source_hash", "write_recording"]
