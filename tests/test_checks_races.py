@@ -37,7 +37,12 @@ def test_a_race_ends_the_check_on_the_simulator_and_names_the_accesses():
     assert case.description == ("no race between threads, blocks or streams, traced at "
                                 "[2, 4]")
     assert case.detail.startswith(races.PREFIX)
-    assert "both touch counts[0]" in case.detail and "no atomic or lock" in case.detail
+    explanation, *picture = case.detail.split("\n")
+    assert "both touch counts[0]" in explanation and "no atomic or lock" in explanation
+    # then the race drawn (kernels.trace.diagrams), indented as the report's details
+    assert picture[0] == races.INDENT + "counts[0]: counts is 1 element in global memory"
+    assert sum("[RW]" in line for line in picture) == 2
+    assert all(line.startswith(races.INDENT) for line in picture)
 
 
 def test_a_race_free_answer_passes_the_case_after_the_others():

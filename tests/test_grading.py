@@ -13,6 +13,7 @@ import hashlib
 import json
 import os
 import pathlib
+import re
 import subprocess
 import sys
 
@@ -102,7 +103,8 @@ def test_planted_answers_get_the_right_verdict(planted_grades, kind):
 
 def test_planted_races_earn_nothing_and_the_race_is_named(planted_grades):
     """The simulator gives the race verdicts a GPU gives: each racy answer fails its
-    race case, which names the two accesses and what is missing between them."""
+    race case, which names the two accesses and what is missing between them, and
+    draws them (kernels.trace.diagrams) in the feedback's text block."""
     rows, feedback = planted_grades
     row, text = rows["races"], feedback["races"]
     assert row["total"] == "0", text
@@ -110,6 +112,12 @@ def test_planted_races_earn_nothing_and_the_race_is_named(planted_grades):
         part = section(text, label)
         assert "the tracer ran your code on the simulator and found" in part, part
         assert "both touch" in part or "both use" in part, part
+        block = part[part.index("```text\n"):part.rindex("```")]
+        drawn = block[block.index("from run to run\n"):].splitlines()[1:]
+        assert drawn and all(len(line) <= 80 for line in drawn), part
+        racing = re.compile(r"\[([RWA]+|in|K|out)\]")
+        assert sum(bool(racing.search(line)) for line in drawn) == 2, part
+        assert any(line.strip().startswith("missing: ") for line in drawn), part
 
 
 def test_correct_answers_pass_their_race_case(planted_grades):

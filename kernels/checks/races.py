@@ -16,11 +16,12 @@ import types
 
 from kernels import trace
 from kernels.checks import core
-from kernels.trace import remote
+from kernels.trace import diagrams, remote
 
 __all__ = []  # used by the checkers, not called by readers
 TIME_LIMIT_S = 120.0  # tracing is slower than running: every access is recorded
-SHOWN = 2  # races described in full; the rest are counted
+SHOWN = 2  # races described in full; the rest are counted; the first is drawn too
+INDENT = " " * 8  # a detail's lines in a checker's report (kernels.checks.core.Report)
 
 
 PREFIX = "the tracer ran your code on the simulator and found"
@@ -62,17 +63,18 @@ def _case(launch, tracer, *args):
     except Exception as err:  # the tracer cannot run it: the other cases say the rest
         return core.Case(f"{description}: not traced ({type(err).__name__}: "
                          f"{_first_line(err)})", True, "")
-    found = [r.describe() for r in trace.races(t)]
-    found += [r.describe() for r in trace.stream_races(t)]
+    found = trace.races(t) + trace.stream_races(t)
     if not found:
         return core.Case(description, True, "")
     more = len(found) - SHOWN
     detail = (f"{PREFIX} " + ("a race" if len(found) == 1 else f"{len(found)} races") + ": "
-              + "; ".join(found[:SHOWN])
+              + "; ".join(r.describe() for r in found[:SHOWN])
               + (f"; and {more} more like {'it' if more == 1 else 'them'}" if more > 0 else "")
               + ". A GPU runs these accesses in any order, so the result can change "
               "from run to run")
-    return core.Case(description, False, detail, True)
+    picture = diagrams.text(t, found[0])  # lines of diagrams.WIDTH, indented as the detail
+    return core.Case(description, False, detail + "".join(
+        f"\n{INDENT}{line}" for line in picture.splitlines()), True)
 
 
 def _first_line(err):

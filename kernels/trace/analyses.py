@@ -288,6 +288,8 @@ class Race:
     first: object  # Access
     second: object  # Access
     why: str  # what is missing between them, in words
+    missing: str  # the same, in a few words: "a grid barrier (grid.sync())"
+    launch: int  # the launch's number in the trace (Launch.number)
 
     def describe(self):
         def what(a):
@@ -333,29 +335,33 @@ def _atomic_between(a, b, atomics):
 
 
 def _why(a, b, launch):
-    """What is missing between racing accesses a and b, in words."""
+    """What is missing between racing accesses a and b: (in words, in a few words)."""
     atomic = "atomic" in (a.kind, b.kind)
     if a.locks or b.locks:
-        return ("and only one of them holds the lock that guards it: every access to it "
-                "needs that lock" if not (a.locks and b.locks) else
-                "holding different locks: every access to it needs the same lock")
+        if not (a.locks and b.locks):
+            return ("and only one of them holds the lock that guards it: every access to "
+                    "it needs that lock", "the lock, held by both")
+        return ("holding different locks: every access to it needs the same lock",
+                "one lock, held by both")
     if a.block == b.block:
         if atomic:
             return ("and only one of them is atomic, with no block barrier "
                     "(cuda.syncthreads()) between them: make both atomic, or put a "
-                    "barrier between them")
+                    "barrier between them", "an atomic for both, or a block barrier")
         return ("with no block barrier (cuda.syncthreads()) between them, and no atomic "
-                "or lock")
+                "or lock", "a block barrier (cuda.syncthreads()), an atomic or a lock")
     if launch.cooperative:
         return ("from different blocks, with no grid barrier (grid.sync()) between them"
-                + ("; only one of them is atomic" if atomic else ""))
+                + ("; only one of them is atomic" if atomic else ""),
+                "a grid barrier (grid.sync())")
     if atomic:
         return ("from different blocks, and only one of them is atomic: a plain access "
                 "beside atomic ones needs an atomic too (or, in a cooperative kernel, a "
-                "grid barrier between them)")
+                "grid barrier between them)", "an atomic for the plain access too")
     return ("from different blocks, with no atomic and no lock (and cuda.syncthreads() "
             "orders only the threads of one block: a grid barrier, grid.sync() in a "
-            "cooperative launch, orders blocks)")
+            "cooperative launch, orders blocks)", "an atomic, a lock or a grid barrier (a "
+            "block barrier orders one block only)")
 
 
 def races(trace, kernel=None):
@@ -376,7 +382,8 @@ def races(trace, kernel=None):
             race = _first_race(accesses)
             if race is not None:
                 w, o = sorted(race, key=_by_thread)
-                found.append(Race(launch.kernel, w.array, w.index, w, o, _why(w, o, launch)))
+                found.append(Race(launch.kernel, w.array, w.index, w, o,
+                                  *_why(w, o, launch), launch.number))
     return found
 
 
@@ -421,6 +428,7 @@ class StreamRace:
     first: object  # Operation
     second: object  # Operation
     memory: str  # which device memory both touch
+    span: tuple  # (start, end): the first device bytes both touch, one writing
 
     def describe(self):
         def where(op):
@@ -473,7 +481,7 @@ def stream_races(trace):
                 continue
             hit = (_overlap(a.writes, b.writes + b.reads) or _overlap(b.writes, a.reads))
             if hit:
-                found.append(StreamRace(a, b, _memory_name(trace, hit)))
+                found.append(StreamRace(a, b, _memory_name(trace, hit), hit))
     return found
 
 
