@@ -49,6 +49,7 @@ def test_feedback_gives_each_verdict_with_its_explanation():
 def test_gradescope_results(tmp_path):
     results = reports.gradescope([SOME])
     assert results["score"] == 1 and len(results["tests"]) == 3
+    assert results["test_output_format"] == "text"  # a report's lines kept as written
     assert results["tests"][0] == {"name": "gridstride-ex-saxpy (easy)", "score": 1,
                                    "max_score": 1, "status": "passed",
                                    "output": "saxpy: all 9 checks passed.",

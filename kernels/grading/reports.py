@@ -69,9 +69,12 @@ def gradescope(outcomes, note=None):
     notes += [f"{o.submission.name}: {n}" if several else n for o in outcomes for n in o.notes]
     if not any(o.chapters for o in outcomes):
         notes.append("No chapter notebook was graded: upload the chapter's .ipynb file.")
+    # Reports are plain text, shown as written: the tracer's race pictures keep their
+    # columns (Gradescope's other formats, simple_format and md, reflow the lines).
     return {"score": sum(o.total for o in outcomes),
             "output": "\n".join(notes) or "Your notebook ran; each exercise is below.",
-            "visibility": "visible", "stdout_visibility": "hidden", "tests": tests}
+            "visibility": "visible", "stdout_visibility": "hidden",
+            "test_output_format": "text", "tests": tests}
 
 
 def write_gradescope(outcomes, path, note=None):

@@ -66,8 +66,7 @@ def race_text(trace, race):
         rows = [(*lead[:-1], i) for i in range(max(r - ROWS_AROUND, 0),
                                                min(r + ROWS_AROUND + 1, n_rows))]
     names = [_who(race.first, launch), _who(race.second, launch)]
-    row_names = ([] if not lead else [f"row {r[0]}" for r in rows] if len(lead) == 1
-                 else [f"[{analyses._index(r)}]" for r in rows])
+    row_names = [f"row {_row_name(r, shape)}" for r in rows] if lead else []
     name_width = max(map(len, names))
     row_width = max(map(len, row_names), default=0)
     left = name_width + len(GAP) + (row_width + len(GAP) if lead else 0)
@@ -106,6 +105,11 @@ def _dims(index, size):
     return str(index[0]) if n == 1 else "(" + ",".join(map(str, index[:n])) + ")"
 
 
+def _row_name(row, shape):
+    """Row (5,) of a 2D array is 5; row (1, 5) of a 3D one is [1, 5]."""
+    return str(row[0]) if len(shape) == 2 else f"[{analyses._index(row)}]"
+
+
 def _what(access):
     return "an atomic " + access.op if access.kind == "atomic" else f"a {access.kind}"
 
@@ -120,7 +124,7 @@ def _caption(race, launch, columns, rows):
     shown = [j for j in columns if j is not None]
     parts = []
     if len(shape) > 1 and len(rows) < shape[-2]:
-        parts.append(f"rows {rows[0][-1]}-{rows[-1][-1]}")
+        parts.append(f"rows {_row_name(rows[0], shape)}-{_row_name(rows[-1], shape)}")
     if len(shown) < shape[-1]:
         parts.append(f"{'columns' if len(shape) > 1 else 'elements'} "
                      f"{shown[0]}-{shown[-1]}")
