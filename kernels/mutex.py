@@ -15,9 +15,9 @@ Exhibits (EXHIBITS), the bugs of a popular version, kept to be shown and tested:
     dot_mutex_unzeroed_mutex   the mutex comes from cuda.device_array, never zeroed
     sum_positive_early_return  a path that returns holding the lock (an exercise)
 
-Every lock here spins a bounded number of times (``max_spins``). A thread that
-gives up sets a flag, and reading the result then raises LockTimeout: a lock that is
-never released gives a clear message instead of a GPU that hangs for ever.
+The lock itself, its bounded spin and the DeviceTotal the launchers return live in
+kernels.locks: a thread that gives up on a lock sets a flag, and reading the result
+then raises LockTimeout instead of the GPU hanging for ever.
 """
 
 import contextlib
@@ -27,26 +27,13 @@ from unittest import mock
 import numpy as np
 from numba import cuda, float32
 
-from kernels import SIMULATOR, scratch, validate
+from kernels import scratch, validate
 from kernels.gridstride import sm_count
+from kernels.locks import MAX_SPINS, DeviceTotal, lock, unlock
 
 MAX_THREADS = 1024  # the shared-memory tree holds one value per thread of a block
 IN_FLIGHT = 4  # dot_last_block: elements of each vector a thread loads before it adds
 THREADS = 256
-# How many times a thread may find the mutex taken before it gives up. Measured on an
-# H200, in a sweep that is not among the book's recordings: one try takes 0.2-0.8 us,
-# and the longest honest wait (39,063 blocks queueing for one mutex) took 77,689 tries.
-# On the H100 that whole queue takes about a quarter of a second (mutex.contention in
-# book/_data/bench), less than 2**22 tries of 0.2 us. So a lock nobody releases is
-# reported within seconds. Simulated threads take turns on one core; a few thousand
-# tries cover any honest wait there.
-MAX_SPINS = 10_000 if SIMULATOR else 1 << 22
-
-
-class LockTimeout(RuntimeError):
-    """A thread spun max_spins times without taking a lock."""
-
-
 # ------------------------------------------------------------------ reference
 
 
@@ -101,40 +88,7 @@ def product_reference(x):
     return np.prod(x.astype(np.float64))
 
 
-# ------------------------------------------------------------- lock and unlock
-
-
-@cuda.jit(device=True)
-def lock(mutex, i, max_spins):
-    """Take lock i of `mutex` (0 = free, 1 = taken); False if still taken after max_spins tries."""
-    spins = 0
-    # compare-and-swap writes 1 only where it finds 0, and returns what it found:
-    # exactly one of the threads racing for a free lock sees 0.
-    while cuda.atomic.cas(mutex, i, 0, 1) != 0:
-        spins += 1
-        if spins >= max_spins:
-            return False
-    # No read of the guarded data may happen before the lock is ours.
-    cuda.threadfence()
-    return True
-
-
-@cuda.jit(device=True)
-def unlock(mutex, i):
-    """Release lock i, after making this thread's writes visible to the whole GPU."""
-    cuda.threadfence()
-    cuda.atomic.exch(mutex, i, 0)
-
-
 # -------------------------------------------------------------------- kernels
-
-
-@cuda.jit
-def reset_kernel(total, start, mutex, failed):
-    # Queued on the GPU like the kernel that follows, so the host never waits.
-    total[0] = start
-    mutex[0] = 0
-    failed[0] = 0
 
 
 @cuda.jit
@@ -324,35 +278,6 @@ def sum_positive_early_return_kernel(x, total, mutex, failed, max_spins):
 
 
 # ------------------------------------------------------------ host functions
-
-
-class DeviceTotal:
-    """A total in device memory, the mutex that guards it, and the failure flag.
-
-    Launchers queue their work into one and return it; ``value()`` waits for the GPU
-    and returns the total, or raises LockTimeout if a thread gave up on the lock.
-    Passing the same one to many calls (``into=``) keeps every call asynchronous:
-    allocating device memory can make the host wait for the GPU."""
-
-    def __init__(self, dtype=np.float32):
-        self.dtype = np.dtype(dtype)
-        self.total = cuda.device_array(1, self.dtype)
-        self.mutex = cuda.device_array(1, np.int32)
-        self.failed = cuda.device_array(1, np.int32)
-
-    def reset(self, start=0):
-        """Queue a kernel that sets the total to `start` and frees the lock."""
-        reset_kernel[1, 1](self.total, self.dtype.type(start), self.mutex, self.failed)
-        return self
-
-    def value(self):
-        if self.failed.copy_to_host()[0]:
-            raise LockTimeout(
-                "a thread gave up waiting for the mutex: it found it taken on every "
-                "one of its tries, so the lock was never released (a path that keeps "
-                "it, or a mutex that did not start at 0). Without the bounded spin this "
-                "kernel would have hung the GPU. The total is incomplete.")
-        return self.total.copy_to_host()[0]
 
 
 class BlockPartials:

@@ -497,15 +497,15 @@ def test_a_numba_launch_costs_tens_of_microseconds_of_host_time():
 
 
 def _gpu_max_spins():
-    """mutex.MAX_SPINS as a GPU run sets it (this process may run on the simulator)."""
+    """locks.MAX_SPINS as a GPU run sets it (this process may run on the simulator)."""
     import ast
     import inspect
-    from kernels import mutex
-    for node in ast.walk(ast.parse(inspect.getsource(mutex))):
+    from kernels import locks
+    for node in ast.walk(ast.parse(inspect.getsource(locks))):
         if isinstance(node, ast.Assign) and getattr(node.targets[0], "id", "") == "MAX_SPINS":
             return eval(compile(ast.Expression(node.value.orelse), "MAX_SPINS", "eval"),
                         {"__builtins__": {}})
-    raise AssertionError("mutex.MAX_SPINS not found")
+    raise AssertionError("locks.MAX_SPINS not found")
 
 
 def test_mutex_spin_bound_covers_the_longest_recorded_queue():

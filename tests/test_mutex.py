@@ -6,7 +6,7 @@ import pytest
 from numba import cuda
 
 import kernels
-from kernels import checks, size
+from kernels import checks, locks, size
 from kernels import mutex as m
 from kernels.checks.core import TimeLimitExceeded, call_with_time_limit
 from kernels.harness import MismatchError, check
@@ -18,10 +18,6 @@ s = solution("mutex")  # as a student hands it in: its launches count
 LOCKED = "void(float32[::1], float32[::1], int32[::1], int32[::1], int64)"
 DOT_LOCKED = "void(float32[::1], float32[::1], float32[::1], int32[::1], int32[::1], int64)"
 PTX_SIGNATURES = {
-    "lock": ["b1(int32[::1], int64, int64)"],
-    "unlock": ["void(int32[::1], int64)"],
-    "reset_kernel": ["void(float32[::1], float32, int32[::1], int32[::1])",
-                     "void(int64[::1], int64, int32[::1], int32[::1])"],
     "add_one_mutex_kernel": ["void(int64[::1], int32[::1], int32[::1], int64)"],
     "add_one_atomic_kernel": ["void(int64[::1])"],
     "thread_dot": ["float32(float32[::1], float32[::1])"],
@@ -75,7 +71,7 @@ def test_dot_matches_reference(version, n, launch, rng):
 
 
 def test_dot_last_block_leaves_its_total_at_zero_for_the_next_call(rng):
-    total = m.DeviceTotal(np.float32).reset()
+    total = locks.DeviceTotal(np.float32).reset()
     for n in (4_099, 17, 1):  # a large total first: one not handed back would show
         a, b = vectors(rng, n)
         check_dot(m.dot_last_block(a, b, blocks=3, threads=64, into=total).value(), a, b,
@@ -109,7 +105,7 @@ def test_tid_plus_one_bug_is_caught_and_fixed(rng):
 def test_unzeroed_mutex_bug_is_caught_and_fixed(rng):
     a, b = vectors(rng, 500)
     with m.stale_device_memory(1):
-        with pytest.raises(m.LockTimeout, match="never released"):
+        with pytest.raises(locks.LockTimeout, match="never released"):
             m.dot_mutex_unzeroed_mutex(a, b, blocks=2, threads=32).value()
         # the course's DeviceTotal zeroes what it allocates: immune to leftovers
         check_dot(m.dot_mutex(a, b, blocks=2, threads=32).value(), a, b, blocks=2, threads=32)
@@ -119,7 +115,7 @@ def test_unzeroed_mutex_bug_is_caught_and_fixed(rng):
 def never_released(max_spins):
     """A dot_mutex whose mutex starts taken: no thread can ever get the lock."""
     a = np.ones(64, np.float32)
-    total = m.DeviceTotal(np.float32).reset()
+    total = locks.DeviceTotal(np.float32).reset()
     total.mutex = cuda.to_device(np.ones(1, np.int32))
     m.dot_mutex_kernel[2, 32](a, a, total.total, total.mutex, total.failed, max_spins)
     return total.value()
@@ -127,8 +123,8 @@ def never_released(max_spins):
 
 def test_bounded_spin_reports_a_lock_never_released():
     start = time.perf_counter()
-    with pytest.raises(m.LockTimeout, match="hung the GPU"):
-        call_with_time_limit(never_released, m.MAX_SPINS, seconds=60)
+    with pytest.raises(locks.LockTimeout, match="hung the GPU"):
+        call_with_time_limit(never_released, locks.MAX_SPINS, seconds=60)
     assert time.perf_counter() - start < 30
 
 
@@ -156,7 +152,7 @@ def test_early_return_keeps_the_lock(rng):
     x = rng.standard_normal(1001).astype(np.float32)
     check(m.sum_positive_early_return(x, blocks=3, threads=64).value(),
           x[x > 0].astype(np.float64).sum(), rtol=1e-5)
-    with pytest.raises(m.LockTimeout):
+    with pytest.raises(locks.LockTimeout):
         m.sum_positive_early_return(-np.abs(x), blocks=3, threads=64).value()
 
 
@@ -252,10 +248,10 @@ def test_lock_is_exact_under_heavy_contention_on_gpu():
 @pytest.mark.gpu
 def test_lock_failures_are_reported_on_gpu(rng):
     start = time.perf_counter()
-    with pytest.raises(m.LockTimeout):
-        call_with_time_limit(never_released, m.MAX_SPINS, seconds=60)
+    with pytest.raises(locks.LockTimeout):
+        call_with_time_limit(never_released, locks.MAX_SPINS, seconds=60)
     assert time.perf_counter() - start < 20
     a, b = vectors(rng, 100_000)
     with m.stale_device_memory(1):
-        with pytest.raises(m.LockTimeout):
+        with pytest.raises(locks.LockTimeout):
             m.dot_mutex_unzeroed_mutex(a, b).value()

@@ -3,12 +3,12 @@
 import numpy as np
 from numba import cuda
 
-from kernels import harness, scratch, size
+from kernels import harness, locks, scratch, size
 from kernels import mutex as m
 from kernels.gridstride import sm_count
 from kernels.harness import benchmark, row
 
-LOCKED = (m.lock, m.unlock, m.reset_kernel, m.DeviceTotal)
+LOCKED = (locks.lock, locks.unlock, locks.reset_kernel, locks.DeviceTotal)
 DOTS = (m.thread_dot, m.block_sum, m.dot_partial, m.dot_partial_kernel, m.BlockPartials,
         m.dot_mutex, m.dot_mutex_kernel, m.dot_atomic, m.dot_atomic_kernel)
 # (blocks, threads) of each version in the comparison, the best of a sweep on an H200

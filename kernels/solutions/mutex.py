@@ -5,8 +5,8 @@ import math
 import numpy as np
 from numba import cuda, float32, int64
 
-from kernels.mutex import (MAX_SPINS, MAX_THREADS, THREADS, DeviceTotal, LockTimeout,
-                           block_sum, default_blocks, lock, unlock)
+from kernels.locks import MAX_SPINS, DeviceTotal, LockTimeout, lock, unlock
+from kernels.mutex import MAX_THREADS, THREADS, block_sum, default_blocks
 
 
 @cuda.jit
