@@ -48,7 +48,6 @@ class Bounds:
     warp_fmas_per_clock: Fraction  # per SM: lanes / 32
     tiled: Fraction              # fraction of the peak the 16 x 16 tiled kernel can reach
     thread_tile_1d: Fraction
-    thread_tile_2d: Fraction
     saturating_wavefronts_2d: Fraction  # wavefronts per 64 warp multiply-adds that would
                                         # make shared memory the limit
     registers_per_thread_2d: int  # the cap that lets mm.BLOCKS_PER_SM_2D blocks share an SM
@@ -109,7 +108,6 @@ def bounds(device, n=1000):
         warp_fmas_per_clock=Fraction(lanes, hardware.WARP),
         tiled=shared_memory_bound(*TILED_WAVEFRONTS, lanes),
         thread_tile_1d=shared_memory_bound(*THREAD_TILE_1D_WAVEFRONTS, lanes),
-        thread_tile_2d=shared_memory_bound(*THREAD_TILE_2D_WAVEFRONTS, lanes),
         saturating_wavefronts_2d=(THREAD_TILE_2D_WAVEFRONTS[1]
                                   / Fraction(lanes, hardware.WARP)),
         registers_per_thread_2d=hardware.REGISTERS_PER_SM // (mm.BLOCKS_PER_SM_2D

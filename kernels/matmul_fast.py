@@ -26,7 +26,7 @@ import math
 import numpy as np
 from numba import cuda, float32, uint32
 
-from kernels import SIMULATOR, validate
+from kernels import SIMULATOR
 from kernels.float4 import WIDE, load_float4
 from kernels.gridstride import sm_count
 from kernels.matmul import (A_LOADS, A_TILE_COLS, B_LOADS, BK, BM, BN, TM, TN, THREADS_2D,

@@ -16,7 +16,6 @@ row's own time or a peer's.
 
 import dataclasses
 
-import matplotlib.pyplot as plt
 import matplotlib.ticker
 import numpy as np
 

@@ -4,7 +4,6 @@ recordings."""
 import json
 
 import matplotlib.pyplot as plt
-import numpy as np
 import pytest
 
 from kernels import harness, plots, sweeps
