@@ -6,9 +6,11 @@ give full credit to an answer a GPU gets wrong. The checkers of exercises where
 threads, blocks or streams can conflict therefore also trace the answer once
 (kernels.trace; on a GPU machine in the tracer's own simulator process) and fail it
 when two accesses conflict with nothing ordering them, naming them: which threads or
-streams, which element, and what is missing between them. On the simulator the race
-case runs first, and a race ends the check: the other cases would pass there whatever
-a GPU gives. On a GPU it runs last, after the cases a race may have made fail.
+streams, which element, and what is missing between them; then the first race is
+drawn in plain text (kernels.trace.diagrams), for the notebook, the grader's
+feedback and Gradescope alike. On the simulator the race case runs first, and a race
+ends the check: the other cases would pass there whatever a GPU gives. On a GPU it
+runs last, after the cases a race may have made fail.
 """
 
 import functools

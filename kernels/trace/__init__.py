@@ -6,7 +6,8 @@ patched to record every access to global and shared arrays: block, thread, array
 index, read / write / atomic, and the order. ``trace.launch(kernel, (blocks,
 threads), *args)`` does the same for one ``@cuda.jit`` kernel. Both return a
 `Trace`; the analyses (coverage, 32-byte sectors per warp access, shared-memory bank
-conflicts, races) and the pictures take it.
+conflicts, races) and the pictures take it (figures: kernels.trace.pictures; races in
+plain text, for reports: kernels.trace.diagrams).
 
 A trace is the kernel's *access pattern* at a tiny launch: which thread touches
 which element, and what orders those accesses (block and grid barriers, atomics
