@@ -16,6 +16,11 @@ Versions (VERSIONS maps each name to its host function), each a step from the la
                                 how many blocks have added to it, so the block that
                                 adds last writes that bin out (no fence, no second
                                 round trip); bytes >= 128 go to a spare row, no branch
+    histogram_lean_count        the same tickets, each byte counted in five machine
+                                instructions instead of about eleven: 32-bit
+                                arithmetic, loops the compiler unrolls, a counter row
+                                for every byte value (no comparison); the first loads
+                                issued before the counters are cleared
 Beside them:
     histogram_shared_atomics_int64  histogram_shared_atomics with 64-bit shared
                                     counters: the same work, many times slower
@@ -40,6 +45,9 @@ WARP = 32    # lanes of a warp: the lane-private copies, and the shared memory b
 MAX_BYTES = 2**31 - 1  # shared counters are int32: no block may count more than this
 IN_FLIGHT = 4  # histogram_last_block: loads each thread issues before it counts any
 ROWS_SPARE = BINS + 1  # histogram_bin_tickets: the 128 bins and a spare row for bytes >= 128
+ROWS_ALL = 256  # histogram_lean_count: a row for every byte value, so no byte is compared
+COUNTERS_ALL = ROWS_ALL * WARP  # (a shared array's size must be one constant)
+FIRST_LOADS = 8  # histogram_lean_count: words each thread requests before clearing
 
 # ------------------------------------------------------------------ reference
 
@@ -268,6 +276,66 @@ def histogram_bin_tickets_kernel(words, data, totals, out):
             totals[b] = 0  # no block of this launch adds to bin b again
 
 
+@cuda.jit(device=True, inline=True)
+def count_word_lean(local, w, lane):
+    """Count the 8 bytes of `w` into the flat counters `local` (row = byte value, 32
+    columns), column `lane` (uint32). Every value is cast back to uint32 after each
+    operation: Numba widens integer arithmetic to 64 bits, which the GPU does in two or
+    three instructions. range() loops with constant bounds are unrolled by the compiler
+    (a loop over a tuple is not)."""
+    for half in range(2):
+        h32 = uint32(w >> uint64(32 * half))
+        for k in range(4):
+            c = uint32(uint32(h32 >> uint32(8 * k)) & uint32(0xFF))
+            cuda.atomic.add(local, uint32(uint32(c << uint32(5)) | lane), 1)
+
+
+@cuda.jit
+def histogram_lean_count_kernel(words, data, totals, out):
+    local = cuda.shared.array(COUNTERS_ALL, np.int32)  # flat: [byte value, lane]
+    t = cuda.threadIdx.x
+    lane = uint32(t) % uint32(WARP)
+    stride = cuda.gridsize(1)
+    i = cuda.grid(1)
+    # Request the first words before clearing the counters: their trip to memory
+    # overlaps the clear and the barrier. For a text of a few MB at the default launch
+    # they are all a thread reads.
+    first = cuda.local.array(FIRST_LOADS, uint64)
+    for k in range(FIRST_LOADS):
+        j = i + k * stride
+        first[k] = words[j] if j < words.size else uint64(0)
+    for b in range(t, COUNTERS_ALL, cuda.blockDim.x):
+        local[b] = 0
+    cuda.syncthreads()
+    for k in range(FIRST_LOADS):
+        if i + k * stride < words.size:
+            count_word_lean(local, first[k], lane)
+    i += FIRST_LOADS * stride
+    while i + (IN_FLIGHT - 1) * stride < words.size:
+        w0, w1, w2, w3 = words[i], words[i + stride], words[i + 2 * stride], words[i + 3 * stride]
+        count_word_lean(local, w0, lane)
+        count_word_lean(local, w1, lane)
+        count_word_lean(local, w2, lane)
+        count_word_lean(local, w3, lane)
+        i += IN_FLIGHT * stride
+    while i < words.size:
+        count_word_lean(local, words[i], lane)
+        i += stride
+    for j in range(8 * words.size + cuda.grid(1), data.size, stride):
+        cuda.atomic.add(local, uint32(uint32(uint32(data[j]) << uint32(5)) | lane), 1)
+    cuda.syncthreads()
+    last = uint64(cuda.gridDim.x - 1)
+    for b in range(t, BINS, cuda.blockDim.x):
+        row = uint32(uint32(b) << uint32(5))
+        total = 0
+        for l in range(WARP):  # rotated start column, as before; 32-bit index arithmetic
+            total += local[row | uint32(uint32(l + b) & uint32(WARP - 1))]
+        old = cuda.atomic.add(totals, b, (uint64(1) << uint64(32)) + uint64(total))
+        if old >> uint64(32) == last:
+            out[b] = int64((old & uint64(0xFFFFFFFF)) + uint64(total))
+            totals[b] = 0
+
+
 @cuda.jit
 def read_only_wide_kernel(words, data, out):
     seen = uint64(0)
@@ -292,7 +360,8 @@ def default_launch(version):
     """(blocks, threads) of `version`'s default launch, in blocks per SM: the best of the
     blocks sweep recorded on the H100 on 2026-11-23 (histogram.blocks_sweep in
     book/_data/bench; global atomics: 32 per SM, within 1% of 64), and for
-    histogram_bin_tickets an exploratory sweep on the same H100 (1 x 1,024 fastest).
+    histogram_bin_tickets and histogram_lean_count exploratory sweeps on the same H100
+    (1 x 1,024 fastest; for histogram_lean_count on 2026-11-25, 2 x 512 was 10% slower).
     More blocks mean more final global atomics (BINS per block, on the same few cache
     lines); fewer leave each thread a longer chain of loads to wait for."""
     per_sm, threads = {
@@ -304,6 +373,7 @@ def default_launch(version):
         "read_only": (2, 512),
         "histogram_last_block": (2, 512),
         "histogram_bin_tickets": (1, 1024),
+        "histogram_lean_count": (1, 1024),
         "read_only_wide": (2, 512),
     }[version]
     return per_sm * sm_count(), threads
@@ -402,6 +472,17 @@ def histogram_bin_tickets(data, out=None, *, blocks=None, threads=None):
     return out
 
 
+def histogram_lean_count(data, out=None, *, blocks=None, threads=None):
+    """Counts of bytes 0-127: histogram_bin_tickets with fewer instructions per byte
+    (32-bit arithmetic, unrolled loops, a counter row for every byte value) and its
+    first loads issued before the counters are cleared."""
+    out, blocks, threads = _args("histogram_lean_count", data, out, blocks, threads,
+                                 clear=False)
+    totals = scratch.buffer("histogram lean count", np.zeros(BINS, np.uint64))
+    histogram_lean_count_kernel[blocks, threads](_words(data, np.uint64), data, totals, out)
+    return out
+
+
 def read_only_wide(data, out=None, *, blocks=None, threads=None):
     """Read `data` as histogram_last_block does, in one launch, counting nothing: its
     floor. What it leaves in `out` means nothing."""
@@ -417,4 +498,5 @@ VERSIONS = {
     "histogram_lane_private": histogram_lane_private,
     "histogram_last_block": histogram_last_block,
     "histogram_bin_tickets": histogram_bin_tickets,
+    "histogram_lean_count": histogram_lean_count,
 }

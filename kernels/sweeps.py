@@ -114,8 +114,8 @@ def facts(sweep):
          "small_us": ms[0] * 1e3, "small_floor_us": floor[xs[0]] * 1e3,
          "large_ms": ms[-1], "large_over_floor": ms[-1] / floor[xs[-1]],
          "kernel_us": sweep.result.limits["kernel_ms"] * 1e3}
-    # the fixed cost dominates while the time stays under twice the smallest size's
-    f["flat_until"] = int(max(x for x, t in zip(xs, ms) if t < 2 * ms[0]))
+    # "nearly flat": within 25% of the smallest size's time, the fixed cost is most of it
+    f["flat_until"] = int(max(x for x, t in zip(xs, ms) if t < 1.25 * ms[0]))
     if sweep.spec.bytes_per is not None:
         f["large_gbps"] = sweep.spec.bytes_per * xs[-1] / ms[-1] / 1e6
         f["large_of_copy"] = f["large_gbps"] / sweep.result.limits["copy_gbps"]

@@ -186,14 +186,27 @@ def test_atomics_same_counter_shared_atomics_are_cheap():
         assert compare.verdict(_inputs(name, SPACES), _inputs(name, UNIFORM)) != "slower"
 
 
+def test_atomics_counting_costs_the_most_beyond_the_read():
+    """atomics.md, version 7: "Of what histogram_bin_tickets does beyond reading the
+    text, counting costs the most" (the stage breakdown on the whole text)."""
+    stages = rec("histogram.breakdown")
+    n = max(r["bytes"] for r in stages.rows())
+    t = [med(stages.get(f"up to {st}", bytes=n)) for st in ("read", "clear", "count", "merge")]
+    added = {"clear": t[1] - t[0], "count": t[2] - t[1], "merge": t[3] - t[2]}
+    assert max(added, key=added.get) == "count", added
+
+
 def test_atomics_input_matters_far_less_in_shared_memory():
     """atomics.md: "In shared memory the input matters far less" (than for global
-    atomics, whose text and all-spaces times are several times the uniform one)."""
+    atomics, which slow down severalfold on spaces and markedly on the text): the shared
+    version's slowdown on each input is under a third of the global one's."""
     def slowdown(name, label):  # time on `label` over time on uniform bytes
         return compare.ratio(_inputs(name, UNIFORM), _inputs(name, label))
+    assert slowdown("histogram_global_atomics", SPACES) > 2
     for label in (TEXT, SPACES):
-        assert slowdown("histogram_global_atomics", label) > 2
-        assert slowdown("histogram_shared_atomics", label) < 1.5
+        assert slowdown("histogram_global_atomics", label) > 1.3
+        assert (slowdown("histogram_shared_atomics", label) - 1
+                < (slowdown("histogram_global_atomics", label) - 1) / 3)
 
 
 def test_atomics_lane_private_times_alike_on_every_input_and_does_not_win_on_text():
@@ -822,15 +835,17 @@ def test_performance_a_cpu_peer_and_the_gpu_differ_a_hundredfold():
     assert max(ratios) >= 100
 
 
-def test_performance_histogram_sweep_l2_helps_little_and_counting_sets_the_asymptote():
-    """performance.md: "The input left in L2 helps at most ... times ...: little, since
-    counting, not reading, is most of the work" and "At 512 MB, reading the text alone
-    takes ... and the histogram ...: the shared-memory atomics ... set the asymptote"."""
+def test_performance_histogram_sweep_l2_helps_little():
+    """performance.md: "The input left in L2 helps at most ... times ...: little, since the
+    texts that fit in L2 are small enough for the fixed cost per call to be most of their
+    time" (the 512 MB sentence that follows is chosen by the recording)."""
     from kernels import sweeps
     sweep = sweeps.load("histogram.size_sweep")
     f = sweeps.facts(sweep)
     assert f["l2_gain"] < 1.25
-    assert sweep.series["read_only_wide"][2][-1] < 0.8 * f["large_ms"]
+    best = sweep.series[f["best"]]
+    at_l2 = dict(zip(best[1], best[2]))[f["l2_size"]]
+    assert f["small_us"] / 1e3 > 0.5 * at_l2
 
 
 def test_performance_the_sum_reads_near_the_copy_bandwidth():

@@ -28,6 +28,8 @@ PTX_SIGNATURES = {
     "read_only_wide_kernel": ["void(uint64[::1], uint8[::1], int64[::1])"],
     "count_word_spare": ["void(int32[:, ::1], uint64, int64)"],
     "histogram_bin_tickets_kernel": ["void(uint64[::1], uint8[::1], uint64[::1], int64[::1])"],
+    "count_word_lean": ["void(int32[::1], uint64, uint32)"],
+    "histogram_lean_count_kernel": ["void(uint64[::1], uint8[::1], uint64[::1], int64[::1])"],
 }
 ALL = dict(h.VERSIONS, histogram_shared_atomics_int64=h.histogram_shared_atomics_int64)
 
@@ -64,7 +66,8 @@ def test_device_in_device_out_and_one_hot_bin(version):
     check(out, h.histogram_reference(data))
 
 
-@pytest.mark.parametrize("version", ["histogram_last_block", "histogram_bin_tickets"])
+@pytest.mark.parametrize("version", ["histogram_last_block", "histogram_bin_tickets",
+                                     "histogram_lean_count"])
 def test_one_launch_versions_leave_their_totals_at_zero_after_every_launch(version, rng):
     # a big count first, then launches of other shapes: a total or ticket left behind
     # would show in the next call's counts

@@ -28,10 +28,11 @@ ALL_VERSIONS = COMMON + (
     h.histogram_lane_private, h.histogram_lane_private_kernel,
     h.histogram_last_block, h.histogram_last_block_kernel, h.count_word, scratch.buffer,
     scratch.is_last_block, h.histogram_bin_tickets, h.histogram_bin_tickets_kernel,
-    h.count_word_spare,
+    h.count_word_spare, h.histogram_lean_count, h.histogram_lean_count_kernel,
+    h.count_word_lean,
 )
 SWEEP_BYTES = [64 << 10 << 2 * k for k in range(7)] + [512 << 20]  # 64 KB, x4, 256 MB, 512 MB
-SWEEP_VERSIONS = ("histogram_last_block", "histogram_bin_tickets")
+SWEEP_VERSIONS = ("histogram_last_block", "histogram_bin_tickets", "histogram_lean_count")
 
 
 def _text():
