@@ -59,6 +59,7 @@ def assert_streams_drawn(picture, race):
     its stream's queue."""
     lines = picture.splitlines()
     assert max(map(len, lines)) <= diagrams.WIDTH, picture
+    assert "(kernel argument " in lines[0], picture  # the buffer, by its kernel's name
     for op in (race.first, race.second):
         assert f"{diagrams._where(op)}: {op.what[:12]}" in picture, picture
     assert any(set(line.strip()) == {"^"} for line in lines), picture

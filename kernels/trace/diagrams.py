@@ -191,6 +191,10 @@ def stream_race_text(trace, race):
     clash = "".join("^" if "·" not in (a, b) and "W" in (a, b) else " "
                     for a, b in zip(*rows)).rstrip()
     name = trace.regions.get(base, "device memory")
+    passed = sorted({array for launch in trace.launches for array, info in launch.arrays.items()
+                     if info.get("allocation") == base})
+    if passed:  # the buffer by the names the kernels gave it
+        name += f" (kernel argument{'s' if len(passed) > 1 else ''} {', '.join(passed)})"
     unit = f"a cell: {per_cell} bytes" if per_cell > 1 else "a cell: 1 byte"
     pad = " " * (label_width + len(GAP))
     first, last = str(start - base), str(end - base)

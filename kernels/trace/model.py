@@ -69,7 +69,7 @@ class Launch:
     grid: tuple
     block: tuple
     stream: int
-    arrays: dict  # name -> {"space", "shape", "dtype"}
+    arrays: dict  # name -> {"space", "shape", "dtype"; global: "same_as", "allocation"}
     accesses: list = dataclasses.field(default_factory=list)
     lock_events: list = dataclasses.field(default_factory=list)  # (seq, Access, "take"/"release")
     clock: dict = dataclasses.field(default_factory=dict)  # stream clock when it ran

@@ -247,7 +247,8 @@ class Recorder:
                 self._name_allocation(ary)
                 same = self._find(region.start) if ary.size else None
                 arrays[name] = {"space": "global", "shape": ary.shape, "dtype": ary.dtype,
-                                "same_as": same.name if same else None}
+                                "same_as": same.name if same else None,
+                                "allocation": region.root}
                 if same is None:
                     self._add_region(region)
             wrapped.append(arg)
