@@ -21,13 +21,9 @@ Versions (VERSIONS maps each name to its host function), each a step from the la
                                 arithmetic, loops the compiler unrolls, a counter row
                                 for every byte value (no comparison); the first loads
                                 issued before the counters are cleared
-Beside them:
-    histogram_shared_atomics_int64  histogram_shared_atomics with 64-bit shared
-                                    counters: the same work, many times slower
-    read_only                       reads every byte as the versions do and counts
-                                    nothing: the floor a histogram cannot beat
-    read_only_wide                  reads every byte as histogram_last_block does, in
-                                    one launch, and counts nothing: its floor
+Beside them, histogram_shared_atomics_int64: histogram_shared_atomics with 64-bit
+shared counters, the same work many times slower. The read-only passes that time the
+floor under the versions are in kernels.histogram_floors.
 
 Every version counts byte values 0-127 and skips bytes >= 128 (the lead and
 continuation bytes of UTF-8 characters), so none can write past its 128 bins.
@@ -169,17 +165,6 @@ def histogram_lane_private_kernel(words, data, hist):
             total += local[b, (l + b) % WARP]
         if total != 0:
             cuda.atomic.add(hist, b, total)
-
-
-@cuda.jit
-def read_only_kernel(words, data, out):
-    seen = 0
-    for i in range(cuda.grid(1), words.size, cuda.gridsize(1)):
-        seen |= words[i]
-    for i in range(4 * words.size + cuda.grid(1), data.size, cuda.gridsize(1)):
-        seen |= data[i]
-    if seen == 0xFFFFFFFF:  # depends on the data, so the loads cannot be skipped
-        out[0] = 1
 
 
 @cuda.jit(device=True, inline=True)
@@ -336,23 +321,6 @@ def histogram_lean_count_kernel(words, data, totals, out):
             totals[b] = 0
 
 
-@cuda.jit
-def read_only_wide_kernel(words, data, out):
-    seen = uint64(0)
-    stride = cuda.gridsize(1)
-    i = cuda.grid(1)
-    while i + (IN_FLIGHT - 1) * stride < words.size:
-        seen |= words[i] | words[i + stride] | words[i + 2 * stride] | words[i + 3 * stride]
-        i += IN_FLIGHT * stride
-    while i < words.size:
-        seen |= words[i]
-        i += stride
-    for i in range(8 * words.size + cuda.grid(1), data.size, stride):
-        seen |= data[i]
-    if seen == uint64(0xFFFFFFFFFFFFFFFF):  # depends on the data: the loads stay
-        out[0] = 1
-
-
 # ------------------------------------------------------------ host functions
 
 
@@ -442,14 +410,6 @@ def histogram_lane_private(data, out=None, *, blocks=None, threads=None):
     return out
 
 
-def read_only(data, out=None, *, blocks=None, threads=None):
-    """Clear `out` and read `data` as the wide-load versions do, counting nothing: the
-    floor under every version. What it leaves in `out` means nothing."""
-    out, blocks, threads = _args("read_only", data, out, blocks, threads)
-    read_only_kernel[blocks, threads](_words(data), data, out)
-    return out
-
-
 def histogram_last_block(data, out=None, *, blocks=None, threads=None):
     """Counts of bytes 0-127: lane-private counters, 8-byte loads, one launch (no
     clearing launch: the last block writes every bin of `out`)."""
@@ -480,14 +440,6 @@ def histogram_lean_count(data, out=None, *, blocks=None, threads=None):
                                  clear=False)
     totals = scratch.buffer("histogram lean count", np.zeros(BINS, np.uint64))
     histogram_lean_count_kernel[blocks, threads](_words(data, np.uint64), data, totals, out)
-    return out
-
-
-def read_only_wide(data, out=None, *, blocks=None, threads=None):
-    """Read `data` as histogram_last_block does, in one launch, counting nothing: its
-    floor. What it leaves in `out` means nothing."""
-    out, blocks, threads = _args("read_only_wide", data, out, blocks, threads, clear=False)
-    read_only_wide_kernel[blocks, threads](_words(data, np.uint64), data, out)
     return out
 
 

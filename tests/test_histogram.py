@@ -21,11 +21,9 @@ PTX_SIGNATURES = {
     "histogram_shared_atomics_int64_kernel": [BYTES_IN],
     "histogram_shared_wide_loads_kernel": [WORDS_IN],
     "histogram_lane_private_kernel": [WORDS_IN],
-    "read_only_kernel": [WORDS_IN],
     "count_word": ["void(int32[:, ::1], uint64, int64)"],
     "histogram_last_block_kernel": ["void(uint64[::1], uint8[::1], int32[::1], int32[::1], "
                                     "int64[::1])"],
-    "read_only_wide_kernel": ["void(uint64[::1], uint8[::1], int64[::1])"],
     "count_word_spare": ["void(int32[:, ::1], uint64, int64)"],
     "histogram_bin_tickets_kernel": ["void(uint64[::1], uint8[::1], uint64[::1], int64[::1])"],
     "count_word_lean": ["void(int32[::1], uint64, uint32)"],
@@ -76,20 +74,6 @@ def test_one_launch_versions_leave_their_totals_at_zero_after_every_launch(versi
         out = np.full(h.BINS, -7, np.int64)
         check(h.VERSIONS[version](data, out, blocks=blocks, threads=threads),
               h.histogram_reference(data), name=f"{version} n={n}")
-
-
-def test_read_only_wide_reads_every_word(rng):
-    data = rng.integers(0, 128, 1_001, dtype=np.uint8)  # never all bits set: out unchanged
-    out = np.full(h.BINS, 9, np.int64)
-    check(h.read_only_wide(data, out, blocks=2, threads=32), np.full(h.BINS, 9))
-    data[8:16] = 0xFF  # one uint64 word of all ones
-    assert h.read_only_wide(data, out, blocks=2, threads=32)[0] == 1
-
-
-def test_read_only_reads_and_clears(rng):
-    data = rng.integers(0, 128, 1_001, dtype=np.uint8)  # never all bits set: out stays 0
-    check(h.read_only(data, np.full(h.BINS, 9, np.int64), blocks=2, threads=32),
-          np.zeros(h.BINS, np.int64))
 
 
 def test_wide_loads_refuse_a_misaligned_device_slice():

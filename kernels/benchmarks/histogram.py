@@ -15,6 +15,7 @@ from numba import cuda
 
 from kernels import gridstride, harness, scratch, size, text
 from kernels import histogram as h
+from kernels import histogram_floors as hf
 from kernels import histogram_stages as hs
 from kernels.harness import benchmark, row
 
@@ -56,8 +57,8 @@ def _time_versions(versions, d_data, expected, **fields):
     return rows
 
 
-@benchmark(*ALL_VERSIONS, h.histogram_cpu_loop, h.read_only, h.read_only_kernel,
-           h.read_only_wide, h.read_only_wide_kernel)
+@benchmark(*ALL_VERSIONS, h.histogram_cpu_loop, hf.read_only, hf.read_only_kernel,
+           hf.read_only_wide, hf.read_only_wide_kernel)
 def versions():
     found, data = _text()
     expected = h.histogram_reference(data)
@@ -65,10 +66,10 @@ def versions():
     d_data = cuda.to_device(data)
     rows = _time_versions(h.VERSIONS, d_data, expected)
     out = cuda.device_array(h.BINS, np.int64)
-    t = harness.time_gpu(lambda: h.read_only(d_data, out), cold=True)
+    t = harness.time_gpu(lambda: hf.read_only(d_data, out), cold=True)
     rows.append(row("read_only (read the text, count nothing)", "limit", t,
                     gbps=n / t.ms / 1e6))
-    t = harness.time_gpu(lambda: h.read_only_wide(d_data, out), cold=True)
+    t = harness.time_gpu(lambda: hf.read_only_wide(d_data, out), cold=True)
     rows.append(row("read_only_wide (read as histogram_last_block does, one launch)",
                     "limit", t, gbps=n / t.ms / 1e6))
     t = harness.time_gpu(lambda: h.clear_kernel[1, h.BINS](out))
@@ -171,7 +172,7 @@ def counter_width():
             "rows": rows}
 
 
-@benchmark(*ALL_VERSIONS, h.read_only_wide, h.read_only_wide_kernel)
+@benchmark(*ALL_VERSIONS, hf.read_only_wide, hf.read_only_wide_kernel)
 def size_sweep():
     """How the cost grows with size: the text repeated to 64 KB ... 512 MB."""
     found, data = _text()
@@ -192,7 +193,7 @@ def size_sweep():
             for cold in (True, False):
                 t = harness.time_gpu(lambda: fn(d_data, out), cold=cold)
                 rows.append(row(name, "kernel", t, bytes=n, gbps=n / t.ms / 1e6))
-        t = harness.time_gpu(lambda: h.read_only_wide(d_data, out), cold=True)
+        t = harness.time_gpu(lambda: hf.read_only_wide(d_data, out), cold=True)
         rows.append(row("read_only_wide", "limit", t, bytes=n, gbps=n / t.ms / 1e6))
         if cupy is not None:
             c_data = cupy.asarray(d_data)
