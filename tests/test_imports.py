@@ -12,8 +12,8 @@ import sys
 from kernels import checks
 
 PACKAGE = pathlib.Path(__file__).resolve().parent.parent / "kernels"
-# Cycles known today in code this test's author does not own, each as its modules,
-# sorted. A listed cycle that is gone fails the test too, so the list only shrinks.
+# Cycles not yet untangled, each as its modules sorted. A listed cycle that is gone
+# fails the test too, so this list only shrinks.
 KNOWN_CYCLES = {("kernels.trace", "kernels.trace.remote")}  # remote.child -> trace._record
 
 
