@@ -17,8 +17,8 @@ import sys
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 
-from numba import cuda  # noqa: E402
 from numba.cuda import dispatcher  # noqa: E402
+from numba.cuda.compiler import _compile_pyfunc_with_fixup  # noqa: E402
 from numba.cuda.dispatcher import CUDADispatcher  # noqa: E402
 
 CCS = ((7, 5), (9, 0))
@@ -33,6 +33,20 @@ class _NoDevice:
 
 
 dispatcher.get_current_device = _NoDevice
+
+
+def compile_ptxes(kernel, sig, device):
+    """{cc: PTX of `kernel` for `sig`} for each of CCS, as cuda.compile_ptx makes it,
+    from one lowering. Lowering is most of a compile's time, and numba-cuda (the pinned
+    0.30) lowers the same IR for every compute capability from 7.5 on: it looks at it
+    only below 6.0 (float64 atomic add) and 7.5 (fast tanh); NVVM then makes each
+    compute capability's PTX from that IR."""
+    lib, _ = _compile_pyfunc_with_fixup(kernel.py_func, sig, device=device, cc=min(CCS),
+                                        abi="numba")
+    ptxes = {}
+    for cc in CCS:
+        (ptxes[cc],) = lib.get_asm_strs(cc=cc)  # one module, as compile_ptx requires
+    return ptxes
 
 
 def link_cubin(ptx, cc):
@@ -66,8 +80,7 @@ def main(topic, link=False):
         kernel = found.get(name) or next(getattr(m, name) for m in modules if hasattr(m, name))
         device = kernel.targetoptions.get("device", False)
         for sig in sigs:
-            for cc in CCS:
-                ptx, _ = cuda.compile_ptx(kernel.py_func, sig, cc=cc, device=device)
+            for cc, ptx in compile_ptxes(kernel, sig, device).items():
                 if f".target sm_{cc[0]}{cc[1]}" not in ptx:
                     sys.exit(f"{name} {sig}: PTX does not target sm_{cc[0]}{cc[1]}")
                 print(f"{topic}.{name} {sig} sm_{cc[0]}{cc[1]}: {len(ptx)} bytes of PTX, "
