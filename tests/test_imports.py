@@ -12,9 +12,6 @@ import sys
 from kernels import checks
 
 PACKAGE = pathlib.Path(__file__).resolve().parent.parent / "kernels"
-# Cycles not yet untangled, each as its modules sorted. A listed cycle that is gone
-# fails the test too, so this list only shrinks.
-KNOWN_CYCLES = {("kernels.trace", "kernels.trace.remote")}  # remote.child -> trace._record
 
 
 def modules():
@@ -91,9 +88,8 @@ def test_no_module_of_kernels_imports_in_a_circle():
     found = set(cycles(graph))
     detail = "\n".join(f"{', '.join(c)}: " + "; ".join(
         f"{v} imports {w} (line {line})" for v in c for w, line in graph[v].items() if w in c)
-        for c in sorted(found - KNOWN_CYCLES))
-    assert not found - KNOWN_CYCLES, f"modules that import each other:\n{detail}"
-    assert KNOWN_CYCLES <= found, f"fixed, drop from KNOWN_CYCLES: {KNOWN_CYCLES - found}"
+        for c in sorted(found))
+    assert not found, f"modules that import each other:\n{detail}"
 
 
 # Each module first, in an interpreter of its own but for the dependencies: the kernels

@@ -50,17 +50,6 @@ def _is_kernel(obj):
     return isinstance(obj, CUDADispatcher) and not obj.targetoptions.get("device")
 
 
-def _record(fn, args, kwargs):
-    from kernels.trace import hooks
-
-    with hooks.recording() as rec:
-        fn(*args, **kwargs)
-    if not rec.launches:
-        raise NothingLaunched(f"{getattr(fn, '__name__', fn)} launched no kernel: nothing "
-                              "to trace")
-    return Trace(rec.launches, rec.operations, dict(rec._allocations))
-
-
 def _launch_kernel(kernel, configuration, *args):
     kernel[configuration](*args)
 
@@ -74,7 +63,9 @@ def run(fn, *args, **kwargs):
         raise TypeError(f"{fn.__name__} is a kernel: use trace.launch({fn.__name__}, "
                         "(blocks, threads), *args), or trace.run(host_function, ...)")
     if LOCAL:
-        return _record(fn, args, kwargs)
+        from kernels.trace import hooks  # (patches the simulator: imported only to trace)
+
+        return hooks.record(fn, args, kwargs)
     if isinstance(fn, types.FunctionType):  # a notebook's function travels as its code
         fn = remote.portable(fn)
     return remote.in_simulator_process(fn, args, kwargs)
@@ -91,7 +82,9 @@ def launch(kernel, configuration, *args):
         raise TypeError(f"configuration must be (blocks, threads) or (blocks, threads, "
                         f"stream), got {configuration!r}")
     if LOCAL:
-        return _record(_launch_kernel, (kernel, configuration) + args, {})
+        from kernels.trace import hooks
+
+        return hooks.record(_launch_kernel, (kernel, configuration) + args, {})
     return remote.in_simulator_process(
         _launch_kernel, (remote.portable(kernel), configuration) + args, {})
 

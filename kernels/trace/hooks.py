@@ -11,7 +11,7 @@ from numba.cuda.simulator import api, kernel, kernelapi
 from numba.cuda.simulator.cudadrv import devicearray, driver
 
 from kernels.trace import blocks
-from kernels.trace.model import TraceError
+from kernels.trace.model import NothingLaunched, Trace, TraceError
 from kernels.trace.record import Recorder
 
 _active = None  # the Recorder of the recording in progress, if any
@@ -238,3 +238,13 @@ def recording():
         for name, value in saved_public.items():
             setattr(cuda, name, value)
         _active = None
+
+
+def record(fn, args, kwargs):
+    """Call fn(*args, **kwargs) with every kernel launch recorded; the Trace."""
+    with recording() as rec:
+        fn(*args, **kwargs)
+    if not rec.launches:
+        raise NothingLaunched(f"{getattr(fn, '__name__', fn)} launched no kernel: nothing "
+                              "to trace")
+    return Trace(rec.launches, rec.operations, dict(rec._allocations))

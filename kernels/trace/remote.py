@@ -54,12 +54,12 @@ def in_simulator_process(fn, args, kwargs):
 
 def child(job, result):
     """In the simulator process: run the pickled call in `job`, write (status, value)."""
-    from kernels.trace import _record
+    from kernels.trace import hooks
 
     with open(job, "rb") as f:
         fn, args, kwargs = pickle.load(f)
     try:
-        outcome = ("ok", _record(fn, args, kwargs))
+        outcome = ("ok", hooks.record(fn, args, kwargs))
     except Exception as err:  # raised again in the caller's process
         outcome = ("error", err if _picklable(err) else TraceError(f"{type(err).__name__}: "
                                                                    f"{err}"))
