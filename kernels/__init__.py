@@ -71,6 +71,9 @@ if SIMULATOR:
         "checked at small sizes; timings shown are recorded GPU results.",
         file=sys.stderr, flush=True,
     )
+    from kernels import simulator
+
+    simulator.install()  # its block manager yields while it waits: launches take less CPU
 
 # Every problem size in the course, as (on a GPU, on the simulator). The simulator
 # sizes do not divide typical block sizes, so uneven tails are always exercised.

@@ -1,0 +1,54 @@
+import numpy as np
+import pytest
+from numba import cuda, int32
+
+from kernels import SIMULATOR
+
+pytestmark = pytest.mark.skipif(not SIMULATOR, reason="the simulator's block manager")
+
+if SIMULATOR:
+    from numba.cuda.simulator import kernel as sim
+    from kernels import simulator
+
+THREADS = 65  # not a warp multiple
+
+
+@cuda.jit
+def reverse_in_blocks(x):
+    # each block reverses its slice through shared memory: wrong without the barrier
+    tile = cuda.shared.array(THREADS, int32)
+    i = cuda.grid(1)
+    tile[cuda.threadIdx.x] = x[i]
+    cuda.syncthreads()
+    x[i] = tile[THREADS - 1 - cuda.threadIdx.x]
+
+
+@cuda.jit
+def fails_in_one_thread(x):
+    if cuda.threadIdx.x == 3:
+        x[x.size] = 1  # out of bounds while the others wait at the barrier
+    cuda.syncthreads()
+    x[cuda.threadIdx.x] = 1
+
+
+def test_kernels_import_installs_the_yielding_manager():
+    assert sim.BlockManager is simulator.YieldingBlockManager
+
+
+def test_threads_meet_at_each_barrier_of_every_block(rng):
+    x = rng.integers(0, 1000, 3 * THREADS).astype(np.int32)
+    reverse_in_blocks[3, THREADS](out := x.copy())
+    assert (out == x.reshape(3, THREADS)[:, ::-1].ravel()).all()
+
+
+def test_an_error_in_one_thread_stops_the_block_and_is_raised():
+    with pytest.raises(IndexError, match=r"tid=\[3, 0, 0\]"):
+        fails_in_one_thread[1, 32](np.zeros(32, np.int32))
+
+
+def test_the_manager_yields_the_gil_after_each_poll(monkeypatch, rng):
+    sleeps = []
+    monkeypatch.setattr(simulator.time, "sleep", sleeps.append)
+    x = rng.integers(0, 1000, THREADS).astype(np.int32)
+    reverse_in_blocks[1, THREADS](x)
+    assert sleeps and set(sleeps) == {0}
