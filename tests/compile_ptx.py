@@ -10,6 +10,7 @@ installed, else the driver's), and says which linker did it: the T4 check of
 tests/colab/gpu_check.py.
 """
 
+import functools
 import importlib
 import pathlib
 import pkgutil
@@ -35,18 +36,23 @@ class _NoDevice:
 dispatcher.get_current_device = _NoDevice
 
 
+@functools.cache
+def _compile_ptxes(py_func, sig, device):
+    lib, _ = _compile_pyfunc_with_fixup(py_func, sig, device=device, cc=min(CCS), abi="numba")
+    ptxes = {}
+    for cc in CCS:
+        (ptxes[cc],) = lib.get_asm_strs(cc=cc)  # one module, as compile_ptx requires
+    return ptxes
+
+
 def compile_ptxes(kernel, sig, device):
     """{cc: PTX of `kernel` for `sig`} for each of CCS, as cuda.compile_ptx makes it,
     from one lowering. Lowering is most of a compile's time, and numba-cuda (the pinned
     0.30) lowers the same IR for every compute capability from 7.5 on: it looks at it
     only below 6.0 (float64 atomic add) and 7.5 (fast tanh); NVVM then makes each
-    compute capability's PTX from that IR."""
-    lib, _ = _compile_pyfunc_with_fixup(kernel.py_func, sig, device=device, cc=min(CCS),
-                                        abi="numba")
-    ptxes = {}
-    for cc in CCS:
-        (ptxes[cc],) = lib.get_asm_strs(cc=cc)  # one module, as compile_ptx requires
-    return ptxes
+    compute capability's PTX from that IR. Two kernels of one Python function (compiled
+    with other launch bounds, which PTX compiled here does not carry) are compiled once."""
+    return _compile_ptxes(kernel.py_func, sig, device)
 
 
 def link_cubin(ptx, cc):
