@@ -14,8 +14,9 @@ from numba import cuda
 
 from kernels import SIMULATOR, cooperative
 from kernels.checks import launches
-from kernels.checks import races
-from kernels.checks.core import DeviceOutput, run_cases
+from kernels.checks import core, races
+from kernels.checks.core import (DeviceOutput, answer_side, answer_step, calling,
+                                   run_cases)
 
 __all__ = ["rotate_rows", "normalize_by_max", "jacobi_until_converged"]
 
@@ -25,15 +26,23 @@ RACE_LAUNCH = (3, 16)  # blocks, threads: the race case, every block live
 
 def _grids(kernel, args, checker):
     """(blocks, threads) launches for `kernel`: the largest cooperative grid, and 3."""
-    launches.require_kernel(kernel, checker)  # the grid's limit is asked of the kernel
-    limit = cooperative.max_cooperative_blocks(kernel, args, THREADS)
+    limit = answer_side(kernel, cooperative_limit, args, checker)
+    if not isinstance(limit, int) or limit < 1:  # said by the answer's process
+        raise ValueError(f"the largest cooperative grid came back as {limit!r}")
     return sorted({(limit, THREADS), (min(3, limit), THREADS)})
+
+
+@answer_step
+def cooperative_limit(kernel, args, checker):
+    """The most blocks of THREADS a cooperative launch of `kernel` may have."""
+    launches.require_kernel(kernel, checker)  # the grid's limit is asked of the kernel
+    return int(cooperative.max_cooperative_blocks(kernel, args, THREADS))
 
 
 def rotate_rows(kernel):
     """Check kernel[blocks, threads](m) fills rows 1.. of an int32 matrix in place,
     each row the row above rotated left by one: m[r, c] = m[r - 1, (c + 1) % cols]."""
-    rng = np.random.default_rng(31)
+    rng = core.rng(31)
     shapes = ((6, 45), (4, 1), (3, 70)) if SIMULATOR else ((64, 100_003), (200, 4_097),
                                                           (5, 1))
     cases = []
@@ -48,10 +57,7 @@ def rotate_rows(kernel):
                           (blocks, threads, m), expected))
 
     def run(inputs):
-        blocks, threads, m = inputs
-        work = DeviceOutput(m)
-        kernel[blocks, threads](work.array)
-        return work.read("m")
+        return answer_side(kernel, rotated, *inputs)
 
     m = np.full((4, 53), -1, np.int32)
     m[0] = rng.integers(0, 10**6, 53)
@@ -62,7 +68,7 @@ def rotate_rows(kernel):
 def normalize_by_max(kernel):
     """Check kernel[blocks, threads](x, out, peak) writes out = x / max(x) for
     float32 x, with peak a one-element float32 array that holds -inf on entry."""
-    rng = np.random.default_rng(32)
+    rng = core.rng(32)
     sizes = (1, 17, 1_001) if SIMULATOR else (1, 17, 1_001, 5_000_003)
     cases = []
     for n in sizes:
@@ -74,16 +80,29 @@ def normalize_by_max(kernel):
                           x / x.max()))
 
     def run(inputs):
-        blocks, threads, x = inputs
-        out = DeviceOutput(np.full_like(x, np.nan))
-        kernel[blocks, threads](cuda.to_device(x), out.array,
-                                cuda.to_device(np.full(1, -np.inf, np.float32)))
-        return out.read("out")
+        return answer_side(kernel, normalized, *inputs)
 
     x = rng.uniform(-50, 100, 101).astype(np.float32)
     return run_cases("normalize_by_max", cases, run, race=races.kernel(
         kernel, RACE_LAUNCH, (x, np.empty_like(x), np.full(1, -np.inf, np.float32)),
         "[3, 16] on n=101"))
+
+
+@answer_step
+def rotated(kernel, blocks, threads, m):
+    """m after kernel[blocks, threads](m) on the device, inside a DeviceOutput."""
+    work = DeviceOutput(m)
+    kernel[blocks, threads](work.array)
+    return work.read("m")
+
+
+@answer_step
+def normalized(kernel, blocks, threads, x):
+    """out after kernel[blocks, threads](x, out, peak) on the device, peak = [-inf]."""
+    out = DeviceOutput(np.full_like(x, np.nan))
+    kernel[blocks, threads](cuda.to_device(x), out.array,
+                            cuda.to_device(np.full(1, -np.inf, np.float32)))
+    return out.read("out")
 
 
 def _jacobi_until_converged_reference(u, tol, max_steps):
@@ -101,7 +120,7 @@ def _jacobi_until_converged_reference(u, tol, max_steps):
 def jacobi_until_converged(fn):
     """Check fn(u, tol, max_steps) -> (result, sweeps): Jacobi sweeps of float64 `u`
     until a sweep changes no point by `tol` or more, or `max_steps` sweeps."""
-    rng = np.random.default_rng(33)
+    rng = core.rng(33)
     sizes = (1, 2, 17, 70) if SIMULATOR else (1, 2, 17, 70, 100_003)
     cases = []
     for n in sizes:
@@ -116,9 +135,11 @@ def jacobi_until_converged(fn):
                           np.array(sweeps)))
             cases.append((f"{label}: the values", (u, tol, max_steps, 0), v))
 
+    answer = calling(fn)
+
     def run(inputs):
         u, tol, max_steps, part = inputs
-        result, sweeps = fn(u.copy(), tol, max_steps)
+        result, sweeps = answer((u.copy(), tol, max_steps))
         return np.array(int(sweeps)) if part else result
 
     # points for 3 blocks of 256 threads (the most the tracer offers a cooperative launch)

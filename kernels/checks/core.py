@@ -2,6 +2,18 @@
 
 Every case must also launch the kernels its exercise demands (the registry's launch
 rule, counted by kernels.checks.launches): an answer computed on the host fails.
+
+A checker is written in two halves, so that the grader can keep them in separate
+processes. The half that decides (the cases, drawn from `rng`; the references; the
+tolerances; the comparison in `run_cases`) never calls the student's function itself:
+every step that does is a module-level function marked `@answer_step` and called as
+``answer_side(subject, step, *plain_arguments)``. In a reader's notebook the subject is
+their own function and the step runs right there. Under the grader the subject is an
+`Elsewhere`: kernels.grading.judge runs the deciding half, and each step travels as
+its name and plain arguments (arrays and numbers, kernels.grading.channel) to
+kernels.grading.answers, the only process where the student's code was ever loaded,
+which sends back the step's plain result. The student's code therefore meets a case's
+inputs and nothing else of the checker.
 """
 
 import dataclasses
@@ -24,6 +36,57 @@ SUMMARY_SETTING = "KERNELS_CHECK_SUMMARY"
 # True while the grader runs a notebook's cells: checker calls in them return at once,
 # because the grader calls every checker itself afterwards (kernels.grading.worker).
 DEFERRED = False
+# None where a reader runs a checker: each checker's cases are the same on every run, to
+# debug against. The grader's judge sets a secret of its own for each grading run, and
+# every case is drawn from it (rng): no notebook can know them in advance.
+SECRET = None
+STEPS = {}  # "module:name" -> step: what an answer process may be asked to run
+
+
+def rng(seed):
+    """The random source of a checker's cases: from `seed` alone for a reader, from
+    `seed` and the grading run's SECRET under the grader."""
+    return np.random.default_rng(seed if SECRET is None else [SECRET, seed])
+
+
+def answer_step(step):
+    """Mark step(subject, *args) as a part of a checker that runs beside the student's
+    function, given plain arguments; it returns plain data (arrays, numbers, tuples)."""
+    STEPS[step_name(step)] = step
+    return step
+
+
+def step_name(step):
+    return f"{step.__module__}:{step.__qualname__}"
+
+
+class Elsewhere:
+    """A student's function that lives in another process (the grader's stand-in,
+    kernels.grading.judge): `run(name, args)` runs the named step beside it there."""
+
+    def run(self, name, args):
+        raise NotImplementedError
+
+
+def answer_side(subject, step, *args):
+    """step(subject, *args), beside the subject: here, or in the subject's process."""
+    if isinstance(subject, Elsewhere):
+        return subject.run(step_name(step), args)
+    return step(subject, *args)
+
+
+@answer_step
+def call(fn, *args):
+    """fn(*args): a host function's answer, as it returned it."""
+    return fn(*args)
+
+
+def calling(fn):
+    """run(inputs) for run_cases: the student's host function called with the case's
+    inputs (a tuple, or one value), beside it."""
+    def run(inputs):
+        return answer_side(fn, call, *(inputs if isinstance(inputs, tuple) else (inputs,)))
+    return run
 
 
 GUARD = 64  # poisoned elements on each side of an output that a checker gives a kernel
@@ -61,20 +124,26 @@ class DeviceOutput:
 
 def launched_on_device(launch, output_name):
     """A kernel checker's run(inputs), from its launch(inputs) -> (kernel, configuration,
-    host arguments, position of the output): the arrays go to device memory, the output
-    inside a DeviceOutput, and what the kernel wrote comes back checked for strays.
+    host arguments, position of the output): see launch_guarded.
     The tracer (kernels.checks.hints) replays the same launch with the host arrays."""
     def run(inputs):
         kernel, configuration, args, output = launch(inputs)
-        # said plainly, not as whatever the arrays' types make a host function raise
-        launches.require_kernel(kernel, "this exercise")
-        guarded = DeviceOutput(args[output])
-        kernel[configuration](*[
-            guarded.array if i == output else
-            cuda.to_device(arg) if isinstance(arg, np.ndarray) else arg
-            for i, arg in enumerate(args)])
-        return guarded.read(output_name)
+        return answer_side(kernel, launch_guarded, configuration, args, output, output_name)
     return run
+
+
+@answer_step
+def launch_guarded(kernel, configuration, args, output, output_name):
+    """kernel[configuration](*args) with the arrays in device memory, argument number
+    `output` inside a DeviceOutput; what the kernel wrote comes back checked for strays."""
+    # said plainly, not as whatever the arrays' types make a host function raise
+    launches.require_kernel(kernel, "this exercise")
+    guarded = DeviceOutput(args[output])
+    kernel[configuration](*[
+        guarded.array if i == output else
+        cuda.to_device(arg) if isinstance(arg, np.ndarray) else arg
+        for i, arg in enumerate(args)])
+    return guarded.read(output_name)
 
 def call_with_time_limit(fn, *args, seconds=None):
     """Run fn(*args) in a worker thread; raise TimeLimitExceeded if it does not return

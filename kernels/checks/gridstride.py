@@ -10,7 +10,7 @@ A failure gets a line from the tracer (kernels.checks.hints) on what the threads
 import numpy as np
 
 from kernels import SIMULATOR
-from kernels.checks import hints, races
+from kernels.checks import core, hints, races
 from kernels.checks.core import launched_on_device, run_cases
 
 __all__ = ["saxpy", "clip_2d", "reverse_inplace"]
@@ -22,7 +22,7 @@ LAUNCHES_2D = (((1, 1), (1, 1)), ((2, 3), (8, 4)))
 
 def saxpy(kernel):
     """Check kernel[blocks, threads](a, x, y, out) computes out = a*x + y (float32)."""
-    rng = np.random.default_rng(2024)
+    rng = core.rng(2024)
     cases = []
     for n in SIZES:
         x = rng.standard_normal(n).astype(np.float32)
@@ -43,7 +43,7 @@ def saxpy(kernel):
 
 def clip_2d(kernel):
     """Check kernel[blocks, threads](x, lo, hi, out) clips a 2D float64 array."""
-    rng = np.random.default_rng(7)
+    rng = core.rng(7)
     cases = []
     for shape in ((1, 1), (17, 33), (40, 9)):
         x = rng.standard_normal(shape) * 3
@@ -62,7 +62,7 @@ def clip_2d(kernel):
 
 def reverse_inplace(kernel):
     """Check kernel[blocks, threads](x) reverses an int32 array in place."""
-    rng = np.random.default_rng(11)
+    rng = core.rng(11)
     cases = []
     for n in SIZES + (2, 1000):
         x = rng.integers(-10**6, 10**6, n, dtype=np.int32)

@@ -11,11 +11,12 @@ import numpy as np
 
 from kernels import trace
 from kernels.checks import races
-from kernels.checks.core import call_with_time_limit
+from kernels.checks.core import answer_side, answer_step, call_with_time_limit
 
 __all__ = []  # used by the checkers, not called by readers
 TRACE_TIME_LIMIT_S = 30.0
 SHOWN = 4  # elements or threads named in one line
+MAX_LINE = 2000  # characters of the tracer's line in a report
 
 
 def attach(report, cases, launch_of, *, gridstride=False, every_element=True):
@@ -36,17 +37,30 @@ def attach(report, cases, launch_of, *, gridstride=False, every_element=True):
             return report  # a hung kernel would hang the tracer too
         kernel, configuration, args, output = launch_of(inputs)
         try:
-            line = call_with_time_limit(kernel_hint, kernel, configuration, args, output,
-                                        gridstride, every_element,
-                                        seconds=TRACE_TIME_LIMIT_S)
-        except trace.TraceTooLarge:
-            continue  # try a smaller failing case
-        except Exception:  # the tracer cannot say more than the failure already does
+            outcome, line = answer_side(kernel, traced_hint, configuration, args, output,
+                                        gridstride, every_element)
+        except Exception:  # the process that ran the answer ended: the failure says enough
             return report
+        if outcome == "too large":
+            continue  # try a smaller failing case
         if line:
-            case.detail += f"\n        the tracer: {line}"
+            case.detail += f"\n        the tracer: {str(line)[:MAX_LINE]}"
         return report
     return report
+
+
+@answer_step
+def traced_hint(kernel, configuration, args, output, gridstride, every_element):
+    """(outcome, line): ("too large", None) for a launch too large to trace, ("none",
+    None) where the tracer cannot say more than the failure, else ("hint", the line)."""
+    try:
+        return "hint", call_with_time_limit(kernel_hint, kernel, configuration, args, output,
+                                            gridstride, every_element,
+                                            seconds=TRACE_TIME_LIMIT_S)
+    except trace.TraceTooLarge:
+        return "too large", None
+    except Exception:  # the tracer cannot say more than the failure already does
+        return "none", None
 
 
 def kernel_hint(kernel, configuration, args, output, gridstride=False, every_element=True):

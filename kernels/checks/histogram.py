@@ -3,8 +3,8 @@
 import numpy as np
 
 from kernels import SIMULATOR
-from kernels.checks import races
-from kernels.checks.core import run_cases
+from kernels.checks import core, races
+from kernels.checks.core import calling, run_cases
 from kernels.harness import to_host
 
 __all__ = ["histogram_256", "word_length_histogram", "positions_of"]
@@ -46,10 +46,21 @@ def random_words(rng, n):
     return out
 
 
+def _counts(fn):
+    """run(data): the counts fn returned (a NumPy or device array), as int64."""
+    answer = calling(fn)
+    return lambda data: np.asarray(to_host(answer(data))).astype(np.int64)
+
+
+def _positions(fn):
+    answer = calling(fn)
+    return lambda inputs: np.sort(np.asarray(to_host(answer(inputs))).astype(np.int64))
+
+
 def histogram_256(fn):
     """Check `fn(data) -> counts`: counts[b] = how many bytes of `data` (uint8, 1-D,
     on the host) equal b, for all 256 byte values, as an array of 256 integers."""
-    rng = np.random.default_rng()
+    rng = core.rng(51)
     cases = [(f"{_bytes(n)} drawn from all 256 values", rng.integers(0, 256, n, dtype=np.uint8))
              for n in SIZES]
     cases.append(("1,001 bytes all equal to 255 (the last bin)", np.full(1_001, 255, np.uint8)))
@@ -57,7 +68,7 @@ def histogram_256(fn):
     few = rng.integers(0, 4, RACE_SIZE, dtype=np.uint8)  # many threads hit each bin
     return run_cases("histogram_256",
                      [(d, data, byte_counts_reference(data)) for d, data in cases],
-                     lambda data: np.asarray(to_host(fn(data))).astype(np.int64),
+                     _counts(fn),
                      race=races.host(fn, (few,), f"{_bytes(RACE_SIZE)} of 4 values"))
 
 
@@ -65,7 +76,7 @@ def word_length_histogram(fn):
     """Check `fn(data) -> counts`: counts[k] = number of words of k letters for
     k = 1..30 and counts[31] = words of 31 letters or more (counts[0] = 0). A word is
     a maximal run of ASCII letters; `data` is uint8 text on the host."""
-    rng = np.random.default_rng()
+    rng = core.rng(52)
     cases = [(f"{_bytes(n)} of random words", random_words(rng, n)) for n in SIZES]
     cases += [("a text that starts and ends inside a word", np.frombuffer(b"Hamlet to Ophelia",
                                                                            np.uint8)),
@@ -74,14 +85,14 @@ def word_length_histogram(fn):
     same = np.frombuffer(b"ab cd ef " * (RACE_SIZE // 9), np.uint8)  # one length: one bin
     return run_cases("word_length_histogram",
                      [(d, data, word_lengths_reference(data)) for d, data in cases],
-                     lambda data: np.asarray(to_host(fn(data))).astype(np.int64),
+                     _counts(fn),
                      race=races.host(fn, (same,), f"{_bytes(same.size)} of two-letter words"))
 
 
 def positions_of(fn):
     """Check `fn(data, value) -> positions`: every index i with data[i] == value, each
     once, in any order (the checker sorts them). `data` is uint8 on the host."""
-    rng = np.random.default_rng()
+    rng = core.rng(53)
     cases = []
     for n in SIZES:
         data = random_words(rng, n)
@@ -91,6 +102,6 @@ def positions_of(fn):
     data = rng.integers(0, 3, RACE_SIZE, dtype=np.uint8)
     return run_cases("positions_of",
                      [(d, inp, np.flatnonzero(inp[0] == inp[1])) for d, inp in cases],
-                     lambda inp: np.sort(np.asarray(to_host(fn(*inp))).astype(np.int64)),
+                     _positions(fn),
                      race=races.host(fn, (data, 1),
                                      f"{_bytes(RACE_SIZE)}, a third of them matching"))

@@ -24,6 +24,7 @@ from kernels import SIMULATOR
 __all__ = []  # kernels.checks gathers checkers; import this module by name
 
 YOURS, COURSE, SOLUTION, LIBRARY = "yours", "course", "solution", "library"
+ORIGINS = (YOURS, COURSE, SOLUTION, LIBRARY)
 ANY = "any"  # a launch rule (registry): a kernel of yours or of the course
 
 _counts = collections.Counter()
@@ -51,6 +52,13 @@ def counts():
     """Launches so far, by origin: a snapshot to subtract from a later one."""
     with _lock:
         return collections.Counter(_counts)
+
+
+def add(made):
+    """Count launches made elsewhere ({origin: number}): the grader's judge adds those
+    its answer process reports, so checkers read them as their own (kernels.grading.judge)."""
+    with _lock:
+        _counts.update(made)
 
 
 def require_kernel(kernel, checker):

@@ -12,8 +12,8 @@ import math
 import numpy as np
 
 from kernels import SIMULATOR
-from kernels.checks import hints, races
-from kernels.checks.core import launched_on_device, run_cases
+from kernels.checks import core, hints, races
+from kernels.checks.core import calling, launched_on_device, run_cases
 
 __all__ = ["choose_tile", "tiled_transpose", "tiled_matvec"]
 
@@ -46,13 +46,13 @@ def choose_tile(fn):
         ("8 bytes: room for two 1 x 1 tiles only", (8, 1024), 1),
     ]
     cases = [(d, args, np.int64(tile)) for d, args, tile in cases]
-    return run_cases("choose_tile", cases, lambda args: fn(*args), repeats=1)
+    return run_cases("choose_tile", cases, calling(fn), repeats=1)
 
 
 def tiled_transpose(kernel):
     """Check kernel[(ceil(cols / 16), ceil(rows / 16)), (16, 16)](a, out) writes
     out = a.T for a float32 a of shape rows x cols."""
-    rng = np.random.default_rng(71)
+    rng = core.rng(71)
     cases = []
     for shape in TRANSPOSE_SHAPES:
         a = rng.standard_normal(shape).astype(np.float32)
@@ -73,7 +73,7 @@ def tiled_transpose(kernel):
 def tiled_matvec(kernel):
     """Check kernel[ceil(m / 64), 64](a, x, y) writes y = a @ x for a float32 m x n
     matrix a and vector x."""
-    rng = np.random.default_rng(73)
+    rng = core.rng(73)
     cases = []
     for m, n in MATVEC_SHAPES:
         a = rng.standard_normal((m, n)).astype(np.float32)

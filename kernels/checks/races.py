@@ -29,18 +29,38 @@ INDENT = " " * 8  # a detail's lines in a checker's report (kernels.checks.core.
 PREFIX = "the tracer ran your code on the simulator and found"
 
 
-def host(fn, args, launch):
+def host(fn, args, launch, via=None):
     """The race case for host function `fn` called as fn(*args), for run_cases(race=):
-    a function that traces the call and returns its Case. `launch` says in words what
-    the call runs (sizes, blocks)."""
-    return functools.partial(_case, launch, trace.run, _travel(fn), *map(_travel, args))
+    a function that traces the call, beside `fn`, and returns its Case. `launch` says in
+    words what the call runs (sizes, blocks); with `via` (an answer step), the call
+    traced is via(fn, *args)."""
+    return functools.partial(_case_of, fn, traced_call, launch, args,
+                             via and core.step_name(via))
 
 
 def kernel(kernel, configuration, args, launch=None):
     """The race case for kernel[configuration](*args), for run_cases(race=)."""
     blocks, threads = configuration[:2]
-    return functools.partial(_case, launch or f"[{blocks}, {threads}]", trace.launch, kernel,
-                             configuration, *args)
+    return functools.partial(_case_of, kernel, traced_launch,
+                             launch or f"[{blocks}, {threads}]", configuration, args)
+
+
+def _case_of(subject, step, *args):
+    fields = core.answer_side(subject, step, *args)
+    return None if fields is None else core.Case(*fields)
+
+
+@core.answer_step
+def traced_call(fn, launch, args, via=None):
+    """The race case's fields for fn(*args) (or via(fn, *args)), traced."""
+    call = (core.STEPS[via], _travel(fn)) if via else (_travel(fn),)
+    return _case(launch, trace.run, *call, *map(_travel, args))
+
+
+@core.answer_step
+def traced_launch(kernel, launch, configuration, args):
+    """The race case's fields for kernel[configuration](*args), traced."""
+    return _case(launch, trace.launch, kernel, configuration, *args)
 
 
 def _travel(fn):
@@ -55,19 +75,20 @@ def _travel(fn):
 
 
 def _case(launch, tracer, *args):
+    """(description, passed, detail, always shown) of the race case, or None."""
     description = f"no race between threads, blocks or streams, traced at {launch}"
     try:
         t = core.call_with_time_limit(tracer, *args, seconds=TIME_LIMIT_S)
     except core.TimeLimitExceeded as err:
-        return core.Case(description, False, f"under the tracer your code {err}", True)
+        return description, False, f"under the tracer your code {err}", True
     except trace.NothingLaunched:
         return None  # nothing to trace: the launch rule fails such an answer
     except Exception as err:  # the tracer cannot run it: the other cases say the rest
-        return core.Case(f"{description}: not traced ({type(err).__name__}: "
-                         f"{_first_line(err)})", True, "")
+        return (f"{description}: not traced ({type(err).__name__}: {_first_line(err)})",
+                True, "", False)
     found = trace.races(t) + trace.stream_races(t)
     if not found:
-        return core.Case(description, True, "")
+        return description, True, "", False
     more = len(found) - SHOWN
     detail = (f"{PREFIX} " + ("a race" if len(found) == 1 else f"{len(found)} races") + ": "
               + "; ".join(r.describe() for r in found[:SHOWN])
@@ -75,8 +96,8 @@ def _case(launch, tracer, *args):
               + ". A GPU runs these accesses in any order, so the result can change "
               "from run to run")
     picture = diagrams.text(t, found[0])  # lines of diagrams.WIDTH, indented as the detail
-    return core.Case(description, False, detail + "".join(
-        f"\n{INDENT}{line}" for line in picture.splitlines()), True)
+    return description, False, detail + "".join(
+        f"\n{INDENT}{line}" for line in picture.splitlines()), True
 
 
 def _first_line(err):

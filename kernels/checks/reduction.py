@@ -11,8 +11,8 @@ import math
 import numpy as np
 
 from kernels import SIMULATOR
-from kernels.checks import races
-from kernels.checks.core import run_cases
+from kernels.checks import core, races
+from kernels.checks.core import calling, run_cases
 
 __all__ = ["mean_variance", "argmax", "kahan_sum", "topk"]
 
@@ -42,16 +42,9 @@ def _race(fn, x):
     return races.host(fn, (x, blocks), f"n={n}, blocks={blocks}")
 
 
-def _run(fn):
-    def run(inputs):
-        x, blocks = inputs
-        return fn(x, blocks)
-    return run
-
-
 def mean_variance(fn):
     """Check fn(x, blocks) returns [mean, variance] (population, as np.var) of float32 x."""
-    rng = np.random.default_rng(31)
+    rng = core.rng(31)
     cases = []
     for (n, blocks), (mean, std) in zip(LAUNCHES, [(3, 2), (-5, 1), (100, 1), (3, 2),
                                                    (100, 1), (0, 1)]):
@@ -59,14 +52,14 @@ def mean_variance(fn):
         expected = np.array([x.mean(dtype=np.float64), x.var(dtype=np.float64)])
         cases.append((f"n={n:,}, mean {mean}, standard deviation {std}, blocks={blocks}",
                       (x, blocks), expected))
-    return run_cases("mean_variance", cases, _run(fn), rtol=MEAN_VARIANCE_RTOL,
+    return run_cases("mean_variance", cases, calling(fn), rtol=MEAN_VARIANCE_RTOL,
                      atol=MEAN_VARIANCE_ATOL,
                      race=_race(fn, rng.normal(3, 2, RACE_LAUNCH[0]).astype(np.float32)))
 
 
 def argmax(fn):
     """Check fn(x, blocks) returns the index of the first maximum of int32 x (np.argmax)."""
-    rng = np.random.default_rng(37)
+    rng = core.rng(37)
     cases = []
     for n, blocks in LAUNCHES:
         x = rng.integers(-2**31, 2**31, n, dtype=np.int64).astype(np.int32)
@@ -80,7 +73,7 @@ def argmax(fn):
     last[-2] = -1
     cases.append((f"n={n:,}, all negative, the maximum among the last two", (last, blocks),
                   np.argmax(last)))
-    return run_cases("argmax", cases, _run(fn),
+    return run_cases("argmax", cases, calling(fn),
                      race=_race(fn, rng.integers(0, 50, RACE_LAUNCH[0]).astype(np.int32)))
 
 
@@ -98,24 +91,24 @@ def _chain_case(blocks, per_thread=40):
 
 def kahan_sum(fn):
     """Check fn(x, blocks) sums float64 x with compensation (against math.fsum)."""
-    rng = np.random.default_rng(41)
+    rng = core.rng(41)
     cases = []
     for n, blocks in LAUNCHES:
         x = rng.standard_normal(n) * 10.0 ** rng.integers(-8, 8, n)
         cases.append((f"n={n:,}, magnitudes 1e-8 to 1e8, blocks={blocks}", (x, blocks),
                       math.fsum(x)))
-    report = run_cases("kahan_sum", cases, _run(fn), rtol=KAHAN_RTOL, atol=1e-300,
+    report = run_cases("kahan_sum", cases, calling(fn), rtol=KAHAN_RTOL, atol=1e-300,
                        race=_race(fn, rng.standard_normal(RACE_LAUNCH[0])))
     if report.cases[0].detail.startswith(races.PREFIX):
         return report  # the race case ended the check
     chains = [_chain_case(1), _chain_case(2)]
-    report.cases += run_cases("kahan_sum", chains, _run(fn), rtol=KAHAN_CHAIN_RTOL, atol=0).cases
+    report.cases += run_cases("kahan_sum", chains, calling(fn), rtol=KAHAN_CHAIN_RTOL, atol=0).cases
     return report
 
 
 def topk(fn):
     """Check fn(x, blocks) returns the 10 largest values of int32 x, largest first."""
-    rng = np.random.default_rng(43)
+    rng = core.rng(43)
     cases = []
     for n, blocks in ((TOPK, 1),) + LAUNCHES[1:]:
         x = rng.integers(-2**31, 2**31, n, dtype=np.int64).astype(np.int32)
@@ -129,5 +122,5 @@ def topk(fn):
     low[-3:] = (-5, -2**31 + 1, -7)
     cases.append((f"n={n:,}, almost all -2**31, three larger values at the end",
                   (low, blocks), np.sort(low)[::-1][:TOPK]))
-    return run_cases("topk", cases, _run(fn), race=_race(fn, rng.integers(
+    return run_cases("topk", cases, calling(fn), race=_race(fn, rng.integers(
         -2**31, 2**31, RACE_LAUNCH[0], dtype=np.int64).astype(np.int32)))

@@ -12,13 +12,14 @@ import numpy as np
 from numba import cuda
 
 from kernels import SIMULATOR
-from kernels.checks import races
-from kernels.checks.core import run_cases
+from kernels.checks import core, races
+from kernels.checks.core import answer_side, answer_step, run_cases
 
 __all__ = ["stream_add", "chunked_streams_add", "bounded_streams_add"]
 
 SIZES = (1, 17, 1001) if SIMULATOR else (1, 17, 1001, 1_000_003, 20_000_003)
 RACE_SIZE = 50  # the race case: a few small chunks
+NEW_STREAM = "new stream"  # a case's setting: a stream made beside the answer
 
 
 def _race_inputs(rng):
@@ -26,6 +27,7 @@ def _race_inputs(rng):
     return a, b, np.zeros(RACE_SIZE, np.int32)
 
 
+@answer_step
 def on_a_new_stream(fn, a, b, out):
     """fn(a, b, out, stream) on a stream made here (where the tracer runs it)."""
     return fn(a, b, out, cuda.stream())
@@ -44,8 +46,8 @@ def _cases(rng, settings):
     """(description, (a, b, *setting), a + b) for every size and each setting."""
     cases = []
     for n in SIZES:
-        a = _host(rng.integers(-2**30, 2**30, n, dtype=np.int32))
-        b = _host(rng.integers(-2**30, 2**30, n, dtype=np.int32))
+        a = rng.integers(-2**30, 2**30, n, dtype=np.int32)
+        b = rng.integers(-2**30, 2**30, n, dtype=np.int32)
         for setting, label in settings(n):
             cases.append((f"n={n:,}{label}", (a, b, *setting), a + b))
     return cases
@@ -57,48 +59,41 @@ def _poisoned(n):
     return out
 
 
+@answer_step
+def added(fn, a, b, *setting):
+    """out after fn(a, b, out, *setting) returned, read at once: pinned copies of a and
+    b on a GPU, out poisoned. A setting "new stream" is a stream made here."""
+    out = _poisoned(a.size)
+    setting = [cuda.stream() if s == NEW_STREAM else s for s in setting]
+    fn(_host(a), _host(b), out, *setting)
+    return np.array(out)
+
+
+def _run(fn):
+    return lambda inputs: answer_side(fn, added, *inputs)
+
+
 def stream_add(fn):
     """Check fn(a, b, out, stream) writes a + b into out (int32) and waits for it."""
-    rng = np.random.default_rng(61)
-    cases = _cases(rng, lambda n: [((cuda.stream(),), "")])
-
-    def run(inputs):
-        a, b, stream = inputs
-        out = _poisoned(a.size)
-        fn(a, b, out, stream)
-        return out
-
-    return run_cases("stream_add", cases, run, race=races.host(
-        on_a_new_stream, (fn, *_race_inputs(rng)), f"n={RACE_SIZE}"))
+    rng = core.rng(61)
+    cases = _cases(rng, lambda n: [((NEW_STREAM,), "")])
+    return run_cases("stream_add", cases, _run(fn), race=races.host(
+        fn, _race_inputs(rng), f"n={RACE_SIZE}", via=on_a_new_stream))
 
 
 def chunked_streams_add(fn):
     """Check fn(a, b, out, chunks) writes a + b into out (int32) and waits for it."""
-    rng = np.random.default_rng(62)
+    rng = core.rng(62)
     cases = _cases(rng, lambda n: [((c,), f", {c} chunks") for c in (1, 3, 4, 16) if c <= n])
-
-    def run(inputs):
-        a, b, chunks = inputs
-        out = _poisoned(a.size)
-        fn(a, b, out, chunks)
-        return out
-
-    return run_cases("chunked_streams_add", cases, run, race=races.host(
+    return run_cases("chunked_streams_add", cases, _run(fn), race=races.host(
         fn, (*_race_inputs(rng), 3), f"n={RACE_SIZE}, 3 chunks"))
 
 
 def bounded_streams_add(fn):
     """Check fn(a, b, out, chunks, streams) writes a + b into out (int32) and waits."""
-    rng = np.random.default_rng(63)
+    rng = core.rng(63)
     settings = ((1, 1), (5, 2), (8, 3), (16, 4), (3, 4))
     cases = _cases(rng, lambda n: [((c, s), f", {c} chunks on {s} streams")
                                    for c, s in settings if c <= n])
-
-    def run(inputs):
-        a, b, chunks, streams = inputs
-        out = _poisoned(a.size)
-        fn(a, b, out, chunks, streams)
-        return out
-
-    return run_cases("bounded_streams_add", cases, run, race=races.host(
+    return run_cases("bounded_streams_add", cases, _run(fn), race=races.host(
         fn, (*_race_inputs(rng), 5, 2), f"n={RACE_SIZE}, 5 chunks on 2 streams"))

@@ -1,18 +1,23 @@
 """Grade submitted chapter notebooks: ``python -m kernels grade SUBMISSION... --out DIR``.
 
-One module per job:
-    submissions   find the notebooks, read them, name them, tell which chapter each is
-    package       the private, solution-free copy of `kernels` every worker imports
-    tamper        notice a notebook that changed the grader's code in its process
-    worker        the process that runs one notebook (kernels.notebook_cells, with a time
-                  limit and capped output), then calls the checkers itself
-    runner        start workers in parallel, with limits, and collect what they report
-    reports       grades.csv, feedback/<submission>.md, Gradescope's results.json
-    autograders   the Gradescope autograder and the GitHub Classroom workflow
+The grader's trust seam is in its layout. What runs the student's code, in the OS sandbox:
+    worker       the whole notebook, top to bottom, for the notes in the feedback only
+    answers      one exercise's functions, loaded alone (extract), answering the judge
+What decides the grade, where no code of the notebook was ever loaded:
+    judge        draws the cases from a secret of this grading run, calls each checker
+                 on a stand-in that sends the inputs to an answer process, compares
+And the one narrow channel between them:
+    channel      frames of plain data (arrays, numbers, words); nothing is unpickled
 
-A notebook is untrusted code: it runs in its own process, in a private temporary
-folder, with a clean environment, a time limit and capped output, and reports its
-results over a pipe that only the grader's side of the process is meant to write
-(messages carry a random nonce). What the checkers say, not what the notebook
-printed, is the grade. The limits of this containment are in book/instructors.md.
+The rest:
+    submissions  find the notebooks, read them, name them, tell which chapter each is
+    package      the private, solution-free copy of `kernels` the sandboxed processes import
+    extract      the statements of a notebook that an exercise's names need
+    confine      what a sandboxed process does first (user, limits, scratch folder)
+    sandbox      the bubblewrap command line
+    runner       start the worker and the judge for each submission, collect what they say
+    reports      grades.csv, feedback/<submission>.md, Gradescope's results.json
+    autograders  the Gradescope autograder and the GitHub Classroom workflow
+
+What the grader protects against and what it cannot is in book/instructors.md.
 """

@@ -1,13 +1,20 @@
-"""Grade submissions in parallel, each in worker processes of its own, and collect results.
+"""Grade submissions in parallel, each with processes of its own, and collect results.
 
-Each worker gets a private temporary folder (a fresh solution-free copy of the package,
-the notebook, and a scratch folder for its home and work), a clean environment, and a
-time limit for everything it runs. With a sandbox (kernels.grading.sandbox) it runs in
-bwrap, sees only those and the Python installation, and the scratch folder is a tmpfs
-inside; without one (--unsafe-no-sandbox) it runs as the grader's user. Its worker
-reports over a pipe, and only messages that carry the submission's nonce count; they are
-used once the worker and everything it started have ended. Whatever happens in one
-submission, the others are graded.
+Each submission gets a private temporary folder (a fresh solution-free copy of the
+package and the notebook) and two jobs, run at the same time:
+
+* the notebook, top to bottom, in a worker (kernels.grading.worker) in the sandbox, for
+  the notes in the student's feedback (a cell that raised, the time limit); nothing it
+  does or says changes the grade;
+* the judge (kernels.grading.judge), outside the sandbox and from the grader's own
+  package, which checks each exercise against an answer process of its own
+  (kernels.grading.answers, in the sandbox) and prints the verdicts.
+
+With a sandbox (kernels.grading.sandbox) the student's code runs in bwrap, sees only
+the package copy, the notebook and the Python installation, and has a tmpfs of its own;
+without one (--unsafe-no-sandbox) it runs as the grader's user. The worker's notes come
+over a pipe with a nonce; the verdicts come from the judge's stdout, which no code of
+the student's can reach. Whatever happens in one submission, the others are graded.
 """
 
 import concurrent.futures
@@ -27,7 +34,7 @@ import kernels
 from kernels.checks import registry
 from kernels.grading import package, sandbox, submissions
 
-NOTEBOOK_SHARE = 0.6  # of the time left, for running the cells; the rest is for checks
+NOTEBOOK_SHARE = 0.6  # of the time limit, for running the cells (the judge runs meanwhile)
 MAX_CHANNEL_BYTES = 8 << 20
 PASSED_ENV = ("PATH", "LANG", "LC_ALL", "LD_LIBRARY_PATH", "CUDA_HOME", "CUDA_PATH",
               "CUDA_VISIBLE_DEVICES", "NUMBA_CUDA_DRIVER")
@@ -38,6 +45,9 @@ PASSED_ENV = ("PATH", "LANG", "LC_ALL", "LD_LIBRARY_PATH", "CUDA_HOME", "CUDA_PA
 WORKER = ("import json, site, sys; paths = json.loads(sys.argv[2]); "
           "sys.path[:] = [sys.argv[1]] + paths; [site.addsitedir(p) for p in paths]; "
           "from kernels.grading.worker import main; main()")
+# The judge imports the grader's own package, from where this process found it.
+JUDGE = ("import json, sys; sys.path[:] = json.loads(sys.argv[1]); "
+         "from kernels.grading.judge import main; main()")
 
 
 def library_paths():
@@ -53,6 +63,7 @@ class Outcome:
     chapters: list = dataclasses.field(default_factory=list)
     device: str = ""
     results: dict = dataclasses.field(default_factory=dict)  # label -> (passed, report)
+    flags: dict = dataclasses.field(default_factory=dict)  # label -> what the grader could not check
     notes: list = dataclasses.field(default_factory=list)  # lines for the student
     seconds: float = 0.0
 
@@ -73,7 +84,7 @@ class Outcome:
         return sum(ex.points for ex in self.exercises)
 
 
-def _environment(scratch):
+def environment(scratch):
     env = {k: os.environ[k] for k in PASSED_ENV if k in os.environ}
     home = os.path.join(scratch, "home")
     env.update(HOME=home, TMPDIR=os.path.join(scratch, "tmp"), MPLBACKEND="Agg",
@@ -100,64 +111,89 @@ def _read_channel(stream, nonce, messages, problems):
         messages.append(message)
 
 
-def run_worker(notebook, labels, seconds, package_files, box=None):
-    """Run one worker on `notebook` for `labels` within `seconds`: in `box` (a
-    sandbox.Sandbox), or, with None, only in a process of its own.
+def run_worker(folder, seconds, box=None):
+    """Run the notebook in `folder` (kernels.grading.worker) within `seconds`: in `box`
+    (a sandbox.Sandbox), or, with None, only in a process of its own.
 
     Returns (messages, problems, how it ended: None if it exited by itself, else the
     reason it was stopped), once every process it started has ended."""
-    folder = tempfile.mkdtemp(prefix="kernels-grade-")
-    try:
-        path = package.write(package_files, os.path.join(folder, "package"))
-        copy = shutil.copyfile(notebook, os.path.join(folder, "submission.ipynb"))
-        nonce = secrets.token_hex(16)
-        job = {"nonce": nonce, "labels": labels, "seconds": seconds * NOTEBOOK_SHARE,
-               "check_seconds": max(seconds / 4, 5)}
+    nonce = secrets.token_hex(16)
+    job = {"nonce": nonce, "seconds": seconds}
+    if box is None:
+        scratch = os.path.join(folder, "scratch")
+        os.makedirs(scratch, exist_ok=True)
+        job.update(notebook=os.path.join(folder, "submission.ipynb"), scratch=scratch)
+        argv = _worker_command(os.path.join(folder, "package"))
+    else:
+        scratch = sandbox.SCRATCH
+        argv, user = box.command(_worker_command(sandbox.PACKAGE), folder, library_paths())
+        job.update(notebook=sandbox.NOTEBOOK, scratch=scratch, user=user,
+                   limits={"processes": box.limits.processes, "memory": box.limits.memory})
+    read_end, write_end = os.pipe()
+    job["fd"] = write_end
+    with open(os.path.join(folder, "log"), "wb") as log:
+        proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=log, stderr=log,
+                                cwd=folder if box else scratch,
+                                env=environment(scratch), pass_fds=(write_end,),
+                                start_new_session=True)
+    os.close(write_end)
+    messages, problems = [], []
+    with os.fdopen(read_end, encoding="utf-8", errors="replace") as stream:
+        reader = threading.Thread(target=_read_channel,
+                                  args=(stream, nonce, messages, problems), daemon=True)
+        reader.start()
+        try:
+            proc.stdin.write((json.dumps(job) + "\n").encode())
+            proc.stdin.close()
+        except OSError:  # it died at once; its exit status says more
+            pass
+        stopped = None
+        try:
+            proc.wait(timeout=seconds + 5)
+        except subprocess.TimeoutExpired:
+            stopped = f"it ran past the time limit of {seconds:.0f} s"
         if box is None:
-            scratch = os.path.join(folder, "scratch")
-            os.makedirs(scratch)
-            job.update(notebook=copy, scratch=scratch)
-            argv = _worker_command(path)
+            _kill_group(proc)
         else:
-            scratch = sandbox.SCRATCH
-            argv, user = box.command(_worker_command(sandbox.PACKAGE), folder, library_paths())
-            job.update(notebook=sandbox.NOTEBOOK, scratch=scratch, user=user,
-                       limits={"processes": box.limits.processes, "memory": box.limits.memory})
-            if user is not None:
-                sandbox.readable(folder)
-        read_end, write_end = os.pipe()
-        job["fd"] = write_end
-        with open(os.path.join(folder, "log"), "wb") as log:
-            proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=log, stderr=log,
-                                    cwd=folder if box else scratch,
-                                    env=_environment(scratch), pass_fds=(write_end,),
-                                    start_new_session=True)
-        os.close(write_end)
-        messages, problems = [], []
-        with os.fdopen(read_end, encoding="utf-8", errors="replace") as stream:
-            reader = threading.Thread(target=_read_channel,
-                                      args=(stream, nonce, messages, problems), daemon=True)
-            reader.start()
-            try:
-                proc.stdin.write((json.dumps(job) + "\n").encode())
-                proc.stdin.close()
-            except OSError:  # it died at once; its exit status says more
-                pass
-            stopped = None
-            try:
-                proc.wait(timeout=seconds)
-            except subprocess.TimeoutExpired:
-                stopped = f"it ran past the time limit of {seconds:.0f} s"
-            if box is None:
-                _kill_group(proc)
-            else:
-                _kill_sandbox(proc)
-            if stopped is None and proc.returncode:
-                stopped = _exit_reason(proc.returncode, box is not None)
-            reader.join(timeout=5)
-        return messages, problems, stopped
-    finally:
-        shutil.rmtree(folder, ignore_errors=True)
+            _kill_sandbox(proc)
+        if stopped is None and proc.returncode:
+            stopped = _exit_reason(proc.returncode, box is not None)
+        reader.join(timeout=5)
+    return messages, problems, stopped
+
+
+def start_judge(folder, labels, seconds, box=None):
+    """The judge (kernels.grading.judge) for `labels` of the notebook in `folder`, started."""
+    job = {"labels": labels, "seconds": seconds, "check_seconds": max(seconds / 4, 5),
+           "folder": folder, "paths": library_paths(), "sandboxed": box is not None,
+           "limits": dataclasses.asdict(box.limits) if box else {},
+           "gpu": bool(box and box.gpu), "as_root": bool(box and box.as_root)}
+    env = dict(os.environ, NUMBA_ENABLE_CUDASIM="1" if kernels.SIMULATOR else "0")
+    with open(os.path.join(folder, "judge.log"), "wb") as log:
+        proc = subprocess.Popen([sys.executable, "-I", "-c", JUDGE, json.dumps(sys.path)],
+                                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log,
+                                env=env, start_new_session=True)
+    proc.stdin.write((json.dumps(job) + "\n").encode())
+    proc.stdin.close()
+    return proc
+
+
+def finish_judge(proc, seconds):
+    """The judge's lines ({"device"} first, then one per exercise) within `seconds`, and
+    why it was stopped (None if it finished)."""
+    lines = []
+    reader = threading.Thread(target=lambda: lines.extend(proc.stdout), daemon=True)
+    reader.start()
+    stopped = None
+    try:
+        proc.wait(timeout=max(seconds, 1))
+    except subprocess.TimeoutExpired:
+        stopped = f"the grader's time limit of the notebook ran out"
+    _kill_group(proc)
+    reader.join(timeout=5)
+    if stopped is None and proc.returncode:
+        stopped = f"the grader's judge failed ({_exit_reason(proc.returncode)})"
+    return [json.loads(line) for line in lines if line.strip()], stopped
 
 
 def _worker_command(package_path):
@@ -228,50 +264,46 @@ def grade(submission, package_files, timeout, box=None):
                              "notebooks have it) and defines none of the exercises' "
                              "functions. Hand in the chapter's notebook with your answers.")
         return outcome
-    left = [ex.label for ex in outcome.exercises]
-    reasons = {}
-    while left:
-        remaining = timeout - (time.monotonic() - start)
-        if remaining < 1:
-            reasons.update(dict.fromkeys(left, "not graded: the time limit of "
-                                         f"{timeout:.0f} s for this notebook ran out"))
-            break
-        messages, problems, stopped = run_worker(submission.path, left, remaining,
-                                                 package_files, box)
-        events = {}
-        for m in messages:
-            events.setdefault(m.get("event"), []).append(m)
-            if m.get("event") == "exercise" and m.get("label") in left:
-                outcome.results[m["label"]] = (bool(m.get("passed")), str(m.get("report")))
-        first_run = not outcome.device
-        outcome.device = outcome.device or (events.get("start") or [{}])[0].get("device", "")
-        if first_run:
-            for m in events.get("notes", []):
-                outcome.notes += [str(n) for n in m.get("notes", [])]
-        if problems or "tampered" in events:
-            names = [n for m in events.get("tampered", []) for n in m.get("names", [])]
-            outcome.results.clear()
-            outcome.notes.append(
-                "Not graded: the notebook interfered with the grader "
-                + (f"(it changed {', '.join(f'`{n}`' for n in names)})" if names else
-                   f"({problems[0]})") + ". Every exercise counts as failed.")
-            reasons = {ex.label: "not graded: the notebook interfered with the grader"
-                       for ex in outcome.exercises}
-            break
-        left = [label for label in left if label not in outcome.results]
-        if "restart" in events and not stopped:
-            continue  # a fresh worker grades the rest: the device is usable again there
-        if left:
-            cell = (events.get("cell") or [{}])[-1].get("number")
-            where = ("while checking your answers" if "notes" in events else
-                     f"while running code cell {cell}" if cell else "before running the notebook")
-            why = stopped or "it stopped without saying why"
-            outcome.notes.append(f"The grading process was stopped {where}: {why}.")
-            reasons.update(dict.fromkeys(left, f"not graded: the grading process was stopped "
-                                         f"{where} ({why})"))
-        break
-    for label, why in reasons.items():
-        outcome.results.setdefault(label, (False, why))
+    labels = [ex.label for ex in outcome.exercises]
+    folder = tempfile.mkdtemp(prefix="kernels-grade-")
+    try:
+        package.write(package_files, os.path.join(folder, "package"))
+        shutil.copyfile(submission.path, os.path.join(folder, "submission.ipynb"))
+        if box is not None and box.as_root:
+            sandbox.readable(folder)
+        judge = start_judge(folder, labels, timeout, box)
+        messages, problems, stopped = run_worker(folder, timeout * NOTEBOOK_SHARE, box)
+        verdicts, judge_stopped = finish_judge(judge, timeout - (time.monotonic() - start))
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+    for m in messages:
+        if m.get("event") == "notes":
+            outcome.notes += [str(n) for n in m.get("notes", [])]
+    if stopped:
+        cell = next((m.get("number") for m in reversed(messages) if m.get("event") == "cell"),
+                    None)
+        where = f"while running code cell {cell}" if cell else "before running the notebook"
+        outcome.notes.append(f"Running your notebook was stopped {where}: {stopped}. "
+                             "Each exercise was checked on its own all the same.")
+    if problems:
+        outcome.notes.append(f"Your notebook wrote to the grader's notes channel "
+                             f"({problems[0]}); that was ignored: it cannot change a grade.")
+    for v in verdicts:
+        if "device" in v:
+            outcome.device = str(v["device"])
+        elif v.get("label") in labels:
+            outcome.results[v["label"]] = (bool(v.get("passed")), str(v.get("report")))
+            if v.get("flag"):
+                outcome.flags[v["label"]] = str(v["flag"])
+    for label in labels:
+        if label not in outcome.results:
+            why = judge_stopped or "the grader's judge stopped without saying why"
+            outcome.results[label] = (False, f"not graded: {why}")
+            outcome.flags[label] = why
+    if outcome.flags:
+        outcome.notes.append("The grader could not check every exercise itself ("
+                             + "; ".join(f"{k}: {v}" for k, v in outcome.flags.items())
+                             + "); your instructor will look at it.")
     outcome.seconds = time.monotonic() - start
     return outcome
 

@@ -1,0 +1,111 @@
+"""The process where a student's functions run for the judge: one per exercise.
+
+This is the untrusted side of the grader's trust seam. kernels.grading.judge starts it
+(in the OS sandbox), and it:
+
+1. reads its job from stdin (the notebook, the names the exercise asks for, the two
+   pipes' file descriptors, its scratch folder, and in the sandbox its limits and user),
+   enters the sandbox (kernels.grading.confine);
+2. runs only the notebook's statements that those names need (kernels.grading.extract),
+   in a fresh namespace: never the whole notebook, so nothing the notebook did at top
+   level for any other reason is here;
+3. answers the judge's requests, one frame each (kernels.grading.channel): a request
+   names a checker's answer step (kernels.checks.core.answer_step) and gives its plain
+   arguments (a case's inputs); the reply is the step's plain result, with the kernel
+   launches it made (kernels.checks.launches), or the error it raised.
+
+Nothing here knows a case's expected value, its tolerance, the list of cases, the
+grading run's secret, which exercise's label it answers or how the judge reports:
+there is nothing here to read or forge but the student's own outputs. What the
+student's code can change in this process is the evidence of how an answer worked
+(its launch counts, its trace), never the comparison: book/instructors.md says so.
+"""
+
+import ast
+import json
+import linecache
+import os
+import sys
+
+from kernels.grading import confine
+
+LOAD = "load"  # the first request: run the needed statements, say what is missing
+MAX_MESSAGE = 2000  # characters of an error's message sent back
+
+
+def load(notebook, names):
+    """A namespace with the notebook's statements that `names` need, run in order;
+    and the errors of those that raised, as lines."""
+    from kernels.grading import extract
+
+    found, sources = extract.statements(notebook["cells"])
+    namespace = {"__name__": "__main__"}
+    for number, code in sources.items():  # tracebacks and the tracer's messages
+        filename = f"<code cell {number}>"
+        linecache.cache[filename] = (len(code), None, code.splitlines(True), filename)
+    errors = []
+    for statement in extract.needed(found, names):
+        code = ast.Module(body=[statement.node], type_ignores=[])
+        try:
+            exec(compile(code, f"<code cell {statement.cell}>", "exec"), namespace)
+        except BaseException as err:  # exit() included
+            line = statement.node.lineno
+            errors.append(f"code cell {statement.cell}, line {line}: "
+                          f"{type(err).__name__}: {str(err)[:200]}")
+    return namespace, errors
+
+
+def _host(value):
+    """`value` with device arrays copied to the host, for the channel."""
+    if hasattr(value, "copy_to_host"):
+        return value.copy_to_host()
+    if isinstance(value, (list, tuple)):
+        return type(value)(_host(v) for v in value)
+    return value
+
+
+def main():
+    confine.drop_editable_install()
+    job = json.loads(sys.stdin.readline())
+    devnull = os.open(os.devnull, os.O_RDWR)
+    for fd in (0, 1, 2):  # what the student's code prints goes nowhere
+        os.dup2(devnull, fd)
+    confine.enter(job, "answers")
+    requests, replies = job["requests"], job["replies"]
+
+    from kernels import checks  # noqa: F401 (every checker module: their answer steps)
+    from kernels.checks import core, launches
+    from kernels.grading import channel, submissions
+
+    core.DEFERRED = True  # a checker call the notebook makes returns at once
+    reader = channel.Reader(requests)
+    namespace = None
+    while True:
+        try:
+            name, args = reader.read()
+        except (EOFError, channel.ChannelError, ValueError, TypeError):
+            break
+        before = launches.counts()
+        try:
+            if name == LOAD:
+                namespace, errors = load(submissions.read(job["notebook"]), job["names"])
+                value = ([n for n in job["names"] if n not in namespace], errors)
+            else:
+                step = core.STEPS[name]
+                value = _host(step(namespace[job["names"][0]], *args))
+            made = launches.counts() - before
+            reply = ("ok", value, [[origin, made[origin]] for origin in made])
+            frame = channel.encode(reply)
+        except BaseException as err:  # the student's code raised, or returned a non-value
+            if isinstance(err, channel.ChannelError):
+                err = TypeError(f"your function returned {err}, which the grader cannot read")
+            frame = channel.encode(("error", type(err).__name__, str(err)[:MAX_MESSAGE]))
+        try:
+            channel.send(replies, frame)
+        except OSError:
+            break
+    os._exit(0)  # threads the student's code left running must not keep the process
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,263 @@
+"""The judge: the process that decides a notebook's grade, where none of its code runs.
+
+This is the trusted side of the grader's trust seam. The runner (kernels.grading.runner)
+starts one judge per submission, outside the sandbox, from the grader's own copy of the
+package. The judge draws a secret for this grading run (kernels.checks.core.SECRET), so
+that every case's inputs are new to the notebook, and then, for each exercise, calls the
+exercise's checker on an `Answer`: a stand-in for the student's function, which lives in
+an answer process of its own (kernels.grading.answers, in the sandbox, a fresh one per
+exercise). The checker builds the cases, the references and the tolerances here, sends
+each case's inputs to the answer process as plain data (kernels.grading.channel), gets
+the outputs and the launches back, and compares here. So the notebook's code never
+shares a process with anything that decides its grade: not the cases, not the
+comparison, not NumPy's comparison functions, not the registry, not the report, and not
+the way results reach the runner, which is this process's own stdout.
+
+The judge prints one JSON line per exercise: {"label", "passed", "report", "flag"},
+where "flag" is set when the grader (not the student) could not check something, for
+the instructor to look at.
+"""
+
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+
+from kernels.checks import core, launches
+from kernels.grading import channel
+
+MAX_REPORT_CHARS = 20_000
+STEP_MARGIN_S = 30.0  # beyond the checkers' own limits, for a reply to come back
+ANSWER = ("import json, site, sys; paths = json.loads(sys.argv[2]); "
+          "sys.path[:] = [sys.argv[1]] + paths; [site.addsitedir(p) for p in paths]; "
+          "from kernels.grading.answers import main; main()")
+
+
+class AnswerEnded(RuntimeError):
+    """The answer process ended before it replied (killed by a limit, or it exited)."""
+
+
+class Raised(Exception):
+    """An error the student's code raised in the answer process, by its type's name."""
+
+
+def _raised(kind, message):
+    from kernels.harness import MismatchError
+
+    kind, message = str(kind), str(message)[:2000]
+    known = {"MismatchError": MismatchError, "TimeLimitExceeded": core.TimeLimitExceeded}
+    if kind in known:
+        return known[kind](message)
+    if not kind.isidentifier():
+        kind = "Exception"
+    return type(kind, (Raised,), {})(message)
+
+
+class Answer(core.Elsewhere):
+    """The student's function for one exercise, in an answer process started by `start`
+    (a function that returns the Popen, the fd to write requests to and the fd to read
+    replies from). A step that does not reply within its time ends the process; the
+    next step starts a fresh one."""
+
+    def __init__(self, start, names):
+        self.start, self.names = start, names
+        self.lock = threading.Lock()
+        self.proc = None
+        self.loaded = None
+
+    def _open(self):
+        self.proc, self.requests, replies = self.start()
+        self.reader = channel.Reader(replies)
+        self.loaded = self._ask("load", (), deadline=max(core.TIME_LIMIT_S, 60.0))
+
+    def close(self):
+        """End the answer process (without waiting for a step under way)."""
+        proc = self.proc
+        if proc is not None:
+            _kill(proc)
+            for fd in (self.requests, self.reader.fd):
+                try:
+                    os.close(fd)
+                except OSError:
+                    pass
+
+    def missing(self):
+        """([names the notebook does not define], [errors of the statements they need])."""
+        with self.lock:
+            if self.proc is None:
+                self._open()
+            missing, errors = self.loaded
+            return [str(n) for n in missing], [str(e) for e in errors]
+
+    def run(self, name, args):
+        from kernels.checks import races
+
+        with self.lock:
+            if self.proc is None or self.proc.poll() is not None:
+                self._open()
+            seconds = max(core.TIME_LIMIT_S, races.TIME_LIMIT_S) + STEP_MARGIN_S
+            return self._ask(name, args, seconds)
+
+    def _ask(self, name, args, deadline):
+        try:
+            channel.write(self.requests, (name, tuple(args)))
+            reply = self.reader.read(time.monotonic() + deadline)
+        except TimeoutError:
+            self.close()
+            self.proc = None
+            raise core.TimeLimitExceeded(
+                f"did not finish within {deadline:.0f} s (its process was ended)") from None
+        except (EOFError, OSError):
+            why = _ended(self.proc)
+            self.close()
+            self.proc = None
+            raise AnswerEnded(f"the process running your code ended ({why})") from None
+        except channel.ChannelError as err:
+            self.close()
+            self.proc = None
+            raise AnswerEnded(f"the process running your code sent back {err}") from None
+        if not (isinstance(reply, tuple) and reply and reply[0] in ("ok", "error")):
+            raise AnswerEnded("the process running your code sent back something else "
+                              "than a reply")
+        if reply[0] == "error" and len(reply) == 3:
+            raise _raised(reply[1], reply[2])
+        if len(reply) != 3 or not isinstance(reply[2], list):
+            raise AnswerEnded("the process running your code sent back a malformed reply")
+        made = {}
+        for pair in reply[2]:
+            if (isinstance(pair, list) and len(pair) == 2 and pair[0] in launches.ORIGINS
+                    and isinstance(pair[1], int) and pair[1] >= 0):
+                made[pair[0]] = pair[1]
+        launches.add(made)
+        return reply[1]
+
+
+def _ended(proc):
+    code = proc.wait() if proc is not None else None
+    if code is None:
+        return "no process"
+    if code < 0 or code > 128:
+        import signal
+
+        number = -code if code < 0 else code - 128
+        try:
+            return f"killed by signal {signal.Signals(number).name}; a limit of the " \
+                   "sandbox (memory, processes) or a crash of the kernel"
+        except ValueError:
+            pass
+    return f"exit status {code}"
+
+
+def _kill(proc):
+    if proc.poll() is None:
+        try:
+            os.killpg(proc.pid, 9)
+        except (ProcessLookupError, PermissionError):
+            proc.kill()
+    try:
+        proc.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        pass
+
+
+def starter(job):
+    """A start() for Answer: a fresh answer process for `job` (the runner's: its folder,
+    sandbox, limits, environment), in the sandbox where there is one."""
+    from kernels.grading import runner, sandbox
+
+    def start():
+        box = sandbox.Sandbox(sandbox.Limits(**job["limits"]), job["gpu"], job["as_root"]) \
+            if job["sandboxed"] else None
+        folder = job["folder"]
+        request_read, request_write = os.pipe()
+        reply_read, reply_write = os.pipe()
+        command = [sys.executable, "-I", "-c", ANSWER]
+        task = {"names": job["names"], "requests": request_read, "replies": reply_write}
+        if box is None:
+            argv = command + [os.path.join(folder, "package"), json.dumps(job["paths"])]
+            scratch = os.path.join(folder, "scratch")
+            task.update(notebook=os.path.join(folder, "submission.ipynb"), scratch=scratch)
+            cwd = scratch
+        else:
+            argv, user = box.command(command + [sandbox.PACKAGE, json.dumps(job["paths"])],
+                                     folder, job["paths"])
+            task.update(notebook=sandbox.NOTEBOOK, scratch=sandbox.SCRATCH, user=user,
+                        limits={"processes": box.limits.processes,
+                                "memory": box.limits.memory})
+            scratch, cwd = sandbox.SCRATCH, folder
+        os.makedirs(os.path.join(folder, "scratch"), exist_ok=True)
+        proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
+                                stderr=subprocess.DEVNULL, cwd=cwd,
+                                env=runner.environment(scratch),
+                                pass_fds=(request_read, reply_write), start_new_session=True)
+        os.close(request_read)
+        os.close(reply_write)
+        try:
+            proc.stdin.write((json.dumps(task) + "\n").encode())
+            proc.stdin.close()
+        except OSError:
+            pass
+        return proc, request_write, reply_read
+    return start
+
+
+def check(exercise, answer):
+    """(passed, report, flag) of `exercise` for the student's `answer`."""
+    from kernels import checks
+
+    name = exercise.names[0]
+    try:
+        missing, errors = answer.missing()
+    except (AnswerEnded, core.TimeLimitExceeded) as err:
+        return False, f"The grader could not load your `{name}`: {err}", \
+            "the answer process did not start"
+    if missing:
+        why = (" Running the statements it needs raised: " + "; ".join(errors[:3]) + "."
+               if errors else "")
+        return False, (f"Your notebook defines no `{missing[0]}`, a name the exercise asks "
+                       "for (check its spelling, and that it is defined at the top level "
+                       "of a cell: by a def, an import or an assignment)." + why), ""
+    try:
+        report = getattr(checks, exercise.check_name)(answer)
+    except AnswerEnded as err:
+        return False, f"The checker could not finish with your `{name}`: {err}", ""
+    except Exception as err:  # the checker could not even set up the cases
+        return False, (f"The checker could not run your `{name}`: "
+                       f"{type(err).__name__}: {err}"), ""
+    return report.passed, str(report)[:MAX_REPORT_CHARS], ""
+
+
+def main():
+    import secrets
+
+    job = json.loads(sys.stdin.readline())
+    core.SECRET = secrets.randbits(128)  # this grading run's cases: known here only
+    core.TIME_LIMIT_S = min(core.TIME_LIMIT_S, job["check_seconds"])
+    from kernels.checks import registry
+
+    deadline = time.monotonic() + job["seconds"]
+    out = sys.stdout
+    import kernels
+
+    out.write(json.dumps({"device": kernels.device()["name"]}) + "\n")
+    for label in job["labels"]:
+        exercise = registry.EXERCISES[label]
+        if time.monotonic() > deadline - 1:
+            result = (False, "not graded: the grader's time limit for this notebook ran "
+                             "out before this exercise", "the grader's time limit ran out")
+        else:
+            answer = Answer(starter(dict(job, names=list(exercise.names))), exercise.names)
+            try:
+                result = check(exercise, answer)
+            finally:
+                answer.close()
+        passed, report, flag = result
+        out.write(json.dumps({"label": label, "passed": bool(passed), "report": report,
+                              "flag": flag}) + "\n")
+        out.flush()
+
+
+if __name__ == "__main__":
+    main()
