@@ -108,7 +108,8 @@ CASES = {
         "has a syntax error", "raised ZeroDivisionError", "the next cells ran",
         "skipped the IPython line(s) `%matplotlib inline`, `!pip install nothing`", "`%%bash`",
         "the grader kept the first"]),
-    "infinite-loop": (notebook([SAXPY, "while True:\n    pass\n", REVERSE], "gridstride"), 1,
+    # each exercise is checked on its own: a cell that never ends costs only the notes
+    "infinite-loop": (notebook([SAXPY, "while True:\n    pass\n", REVERSE], "gridstride"), 4,
                       ["was stopped: the notebook ran past its time limit"]),
     "deadlocked-kernel": (notebook([NEVER_RETURNS, REVERSE], "gridstride"), 3,
                           ["did not finish within"]),
@@ -127,9 +128,9 @@ CASES = {
     "reads-the-answer-key": (notebook([READ_ANSWER_KEY, LIST_ANSWER_KEY, SAXPY], "gridstride"),
                              1, ["raised ModuleNotFoundError", "raised FileNotFoundError"]),
     "monkeypatches-the-checker": (notebook([MONKEYPATCH], "gridstride"), 0,
-                                  ["interfered with the grader", "kernels.checks.core.check"]),
+                                  ["needs a CUDA kernel"]),
     "forges-results": (notebook([FORGE, HOST_SAXPY], "gridstride"), 0,
-                       ["interfered with the grader", "did not send"]),
+                       ["did not send", "it cannot change a grade"]),
     # graded after the notebook that rewrote its copy of the checkers: still fails
     "host-only-after-rewrite": (notebook([HOST_SAXPY], "gridstride"), 0,
                                 ["no kernel of yours was launched"]),
@@ -213,7 +214,7 @@ def escapes(targets):
     return {
         "detached": (notebook([DETACHED.format(**t), SAXPY], "gridstride"), 1, []),
         # the grader's hard limit ends it, with what it started
-        "detached-and-stuck": (notebook([SAXPY, DETACHED.format(**t), SPIN], "gridstride"), 0,
+        "detached-and-stuck": (notebook([SAXPY, DETACHED.format(**t), SPIN], "gridstride"), 1,
                                ["stopped while running code cell 3: it ran past the time "
                                 "limit"]),
         "snoops": (notebook([s.format(**t) for s in SNOOPS] + [SAXPY], "gridstride"), 1,

@@ -51,13 +51,16 @@ def test_a_race_free_answer_passes_the_case_after_the_others():
     assert report.cases[-1].description.startswith("no race between threads")
 
 
-def test_what_the_tracer_cannot_run_is_said_and_not_failed():
+def test_what_the_tracer_cannot_run_fails_closed_and_is_flagged():
+    """A race case that could not run is a failed case that says why, and names the
+    grader's limit for the instructor: never a pass."""
     race = races.kernel(reduction.sum_warp_shuffle_kernel, (1, 32),
                         (np.ones(64, np.int32), np.zeros(1, np.int64)))
     case = race()
-    assert case.passed
-    assert "not traced (TraceError: sum_warp_shuffle_kernel calls cuda.shfl_down_sync" \
-        in case.description
+    assert not case.passed
+    assert "the tracer could not run your code (TraceError: sum_warp_shuffle_kernel calls " \
+        "cuda.shfl_down_sync" in case.detail
+    assert case.grader_limit.startswith("the race case could not run (TraceError")
 
 
 def test_inside_a_graded_notebook_the_case_waits_for_the_grader(monkeypatch):
@@ -157,6 +160,6 @@ def test_on_a_gpu_machine_planted_races_are_traced_in_the_tracers_process(
     exercise = registry.EXERCISES[label]
     report = getattr(checks, exercise.check_name)(racy_notebook[exercise.names[0]])
     case = report.cases[0]  # on the simulator the race case runs first, and ends the check
-    assert "not traced" not in case.description, case.description
+    assert not case.grader_limit, case.detail
     assert case.detail.startswith(races.PREFIX), (case.description, case.detail)
     assert "tracing on the Numba CUDA simulator in a separate process" in capfd.readouterr().out

@@ -19,6 +19,7 @@ import sys
 
 import pytest
 
+import cheats
 import hostile
 import kernels
 import planted
@@ -133,7 +134,7 @@ def grade_hostile(folder):
     core = ROOT / "kernels" / "checks" / "core.py"
     before = hashlib.sha256(core.read_bytes()).hexdigest()
     paths = []
-    for name, (nb, _, _) in hostile.CASES.items():
+    for name, (nb, _, _) in {**hostile.CASES, **cheats.CASES}.items():
         path = folder / "in" / f"{name}.ipynb"
         path.parent.mkdir(exist_ok=True)
         path.write_text(nb if isinstance(nb, str) else json.dumps(nb))
@@ -161,6 +162,41 @@ def test_broken_and_hostile_notebooks_are_contained(hostile_grades, name):
         assert line in feedback[name], (line, feedback[name])
 
 
+def check_cheat(rows, feedback, name):
+    """The cheat earns nothing for the exercise it cheats on; the notebook's correct
+    answer to another exercise keeps its points."""
+    _, points, label = cheats.CASES[name]
+    row, text = rows[name], feedback[name]
+    assert row["total"] == str(points), text
+    assert row[label] == "0", text
+    assert f"## {label}: FAIL" in text, text
+
+
+@pytest.mark.parametrize("name", list(cheats.CASES))
+def test_a_cheat_earns_nothing_for_its_exercise(hostile_grades, name):
+    rows, feedback, _ = hostile_grades
+    check_cheat(rows, feedback, name)
+
+
+def test_answers_that_reach_into_the_grader_are_flagged_for_the_instructor(hostile_grades):
+    rows, feedback, _ = hostile_grades
+    text = feedback["forges-launches-and-answers-on-the-host"]
+    assert "Not graded automatically: its code uses the grader's own modules" in text, text
+    assert "your instructor will look at it" in text, text
+    assert rows["forges-launches-and-answers-on-the-host"]["flags"] == "gridstride-ex-reverse"
+
+
+@pytest.mark.gpu
+def test_cheats_on_gpu(tmp_path):
+    """The same cheats graded on a GPU (the answer processes run kernels there)."""
+    paths = [planted.write(nb, tmp_path / f"{name}.ipynb")
+             for name, (nb, _, _) in cheats.CASES.items()]
+    rows, feedback = grade(paths, tmp_path / "out", "--jobs", "2", timeout=3000)
+    for name in cheats.CASES:
+        assert rows[name]["device"] != "simulator"
+        check_cheat(rows, feedback, name)
+
+
 def test_an_unsolved_chapter_notebook_earns_nothing(hostile_grades):
     rows, feedback, _ = hostile_grades
     row = rows["book-gridstride"]
@@ -173,7 +209,8 @@ def test_gradescope_results_follow_its_format(hostile_grades):
     rows, _, results = hostile_grades
     assert results["score"] == sum(int(r["total"]) for r in rows.values())
     graded = [r for r in rows.values() if r["chapters"]]
-    assert len(results["tests"]) == sum(len(r["chapters"].split()) * 3 for r in graded)
+    assert len(results["tests"]) == sum(len(r["chapters"].split()) * (
+        4 if r["chapters"] == "reduction" else 3) for r in graded)
     for test in results["tests"]:
         assert set(test) == {"name", "score", "max_score", "status", "output", "visibility"}
         assert test["status"] in ("passed", "failed")

@@ -180,6 +180,7 @@ class Case:
     passed: bool
     detail: str
     always_shown: bool = False  # a detail no other case gives (the tracer's race): never elided
+    grader_limit: str = ""  # why the grader could not check it: the instructor is told
 
 
 @dataclasses.dataclass
@@ -191,6 +192,11 @@ class Report:
     @property
     def passed(self):
         return bool(self.cases) and all(c.passed for c in self.cases)
+
+    @property
+    def grader_limits(self):
+        """What the grader could not check, case by case (a failed case, not a pass)."""
+        return [c.grader_limit for c in self.cases if c.grader_limit]
 
     def __str__(self):
         n_ok = sum(c.passed for c in self.cases)

@@ -16,6 +16,8 @@ runs last, after the cases a race may have made fail.
 import functools
 import types
 
+import numpy as np
+
 from kernels import trace
 from kernels.checks import core
 from kernels.trace import diagrams, remote
@@ -54,7 +56,9 @@ def _case_of(subject, step, *args):
 def traced_call(fn, launch, args, via=None):
     """The race case's fields for fn(*args) (or via(fn, *args)), traced."""
     call = (core.STEPS[via], _travel(fn)) if via else (_travel(fn),)
-    return _case(launch, trace.run, *call, *map(_travel, args))
+    data = next((a for a in args if isinstance(a, np.ndarray)), None)
+    return _case(launch, trace.run, *call, *map(_travel, args),
+                 input_bytes=0 if data is None else data.nbytes)
 
 
 @core.answer_step
@@ -74,8 +78,12 @@ def _travel(fn):
         return fn  # the tracer says why it cannot send it
 
 
-def _case(launch, tracer, *args):
-    """(description, passed, detail, always shown) of the race case, or None."""
+def _case(launch, tracer, *args, input_bytes=0):
+    """(description, passed, detail, always shown[, what the grader could not check]) of
+    the race case, or None. With
+    `input_bytes`, the traced kernels must also have read at least that many distinct
+    bytes of device memory: the first input's worth, so an answer whose kernels never
+    read the data (an empty kernel, and the result computed on the host) fails."""
     description = f"no race between threads, blocks or streams, traced at {launch}"
     try:
         t = core.call_with_time_limit(tracer, *args, seconds=TIME_LIMIT_S)
@@ -83,9 +91,19 @@ def _case(launch, tracer, *args):
         return description, False, f"under the tracer your code {err}", True
     except trace.NothingLaunched:
         return None  # nothing to trace: the launch rule fails such an answer
-    except Exception as err:  # the tracer cannot run it: the other cases say the rest
-        return (f"{description}: not traced ({type(err).__name__}: {_first_line(err)})",
-                True, "", False)
+    except Exception as err:  # fail closed: a race case that could not run is not a pass
+        why = f"{type(err).__name__}: {_first_line(err)}"
+        return (description, False,
+                f"the tracer could not run your code ({why}), so the grader cannot tell "
+                "whether it races; this case fails, and your instructor is told to look",
+                True, f"the race case could not run ({why})")
+    read = _bytes_read(t)
+    if read < input_bytes:
+        return (f"your kernels read the input, traced at {launch}", False,
+                f"the tracer saw your kernels read {read:,} distinct bytes of device "
+                f"memory, fewer than the input's {input_bytes:,}: the answer must be "
+                "computed by kernels on the device (a result computed on the host does "
+                "not count, even after a kernel ran)", True)
     found = trace.races(t) + trace.stream_races(t)
     if not found:
         return description, True, "", False
@@ -98,6 +116,19 @@ def _case(launch, tracer, *args):
     picture = diagrams.text(t, found[0])  # lines of diagrams.WIDTH, indented as the detail
     return description, False, detail + "".join(
         f"\n{INDENT}{line}" for line in picture.splitlines()), True
+
+
+def _bytes_read(t):
+    """Distinct bytes of global memory that the traced kernels read."""
+    spans = sorted(span for op in t.operations if op.what.startswith("kernel ")
+                   for span in op.reads)
+    total, end = 0, None
+    for start, stop in spans:
+        if end is None or start >= end:
+            total, end = total + stop - start, stop
+        elif stop > end:
+            total, end = total + stop - end, stop
+    return total
 
 
 def _first_line(err):

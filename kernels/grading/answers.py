@@ -11,8 +11,8 @@ This is the untrusted side of the grader's trust seam. kernels.grading.judge sta
    level for any other reason is here;
 3. answers the judge's requests, one frame each (kernels.grading.channel): a request
    names a checker's answer step (kernels.checks.core.answer_step) and gives its plain
-   arguments (a case's inputs); the reply is the step's plain result, with the kernel
-   launches it made (kernels.checks.launches), or the error it raised.
+   arguments (a case's inputs); the reply is the step's plain result, or the error it
+   raised, with the kernel launches it made (kernels.checks.launches).
 
 Nothing here knows a case's expected value, its tolerance, the list of cases, the
 grading run's secret, which exercise's label it answers or how the judge reports:
@@ -89,17 +89,19 @@ def main():
         try:
             if name == LOAD:
                 namespace, errors = load(submissions.read(job["notebook"]), job["names"])
-                value = ([n for n in job["names"] if n not in namespace], errors)
+                reply = ("ok", ([n for n in job["names"] if n not in namespace], errors))
             else:
                 step = core.STEPS[name]
-                value = _host(step(namespace[job["names"][0]], *args))
-            made = launches.counts() - before
-            reply = ("ok", value, [[origin, made[origin]] for origin in made])
-            frame = channel.encode(reply)
-        except BaseException as err:  # the student's code raised, or returned a non-value
-            if isinstance(err, channel.ChannelError):
-                err = TypeError(f"your function returned {err}, which the grader cannot read")
-            frame = channel.encode(("error", type(err).__name__, str(err)[:MAX_MESSAGE]))
+                reply = ("ok", _host(step(namespace[job["names"][0]], *args)))
+        except BaseException as err:  # the student's code raised
+            reply = ("error", type(err).__name__, str(err)[:MAX_MESSAGE])
+        made = launches.counts() - before
+        made = [[origin, made[origin]] for origin in made]
+        try:
+            frame = channel.encode((*reply, made))
+        except channel.ChannelError as err:  # it returned something else than plain data
+            frame = channel.encode(("error", "TypeError", f"your function returned {err}, "
+                                    "which the grader cannot read", made))
         try:
             channel.send(replies, frame)
         except OSError:

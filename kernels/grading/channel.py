@@ -15,7 +15,7 @@ import os
 
 import numpy as np
 
-MAX_FRAME_BYTES = 1 << 30  # the largest GPU case's output is 80 MB: room, not a limit in use
+MAX_FRAME_BYTES = 256 << 20  # the largest case's arrays are 80 MB (streams on a GPU)
 MAX_HEADER_BYTES = 1 << 20
 KINDS = "biuf"  # bool, int, unsigned, float: the dtypes a checker's values have
 
@@ -128,7 +128,7 @@ class Reader:
         try:
             header = json.loads(bytes(self.buffer[:end]))
             sizes = _list(header["sizes"])
-        except (ValueError, KeyError, TypeError):
+        except (ValueError, KeyError, TypeError, RecursionError):
             raise ChannelError("a frame header that is not the grader's JSON") from None
         if not all(isinstance(s, int) and s >= 0 for s in sizes) or sum(sizes) > MAX_FRAME_BYTES:
             raise ChannelError("a frame larger than MAX_FRAME_BYTES")
@@ -138,7 +138,10 @@ class Reader:
             data.append(bytes(self.buffer[offset:offset + size]))
             offset += size
         del self.buffer[:offset]
-        return _value(header.get("value"), iter(data))
+        try:
+            return _value(header.get("value"), iter(data))
+        except RecursionError:
+            raise ChannelError("a value nested deeper than any the grader sends") from None
 
 
 def write(fd, value):

@@ -121,6 +121,64 @@ def statements(cells):
     return found, sources
 
 
+GRADER = ("kernels.checks", "kernels.grading")  # the grader's own modules
+# What an answer never needs and a forgery does: the interpreter's frames, objects,
+# hooks and module table, raw memory, and imports by computed name.
+INTROSPECTION = {"_current_frames", "_getframe", "f_locals", "f_globals", "f_back",
+                 "setprofile", "settrace", "get_objects", "get_referents",
+                 "get_referrers", "pythonapi", "ctypes", "gc", "__code__", "__globals__",
+                 "builtins", "__builtins__", "__import__", "import_module", "reload",
+                 "modules", "inspect"}
+
+
+def _checker_call(node):
+    """True for a top-level `checks.<name>(...)`: the notebook's own try of a checker,
+    which the answer's process does not need (and where it would check nothing)."""
+    call = node.value if isinstance(node, ast.Expr) else None
+    if not isinstance(call, ast.Call) or not isinstance(call.func, ast.Attribute):
+        return False
+    chain = _dotted(call.func.value)
+    return chain in ("checks", "kernels.checks")
+
+
+def _dotted(node):
+    parts = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if isinstance(node, ast.Name):
+        return ".".join([node.id, *reversed(parts)])
+    return None
+
+
+def reach(kept):
+    """(grader modules, introspection names) that the kept statements name, functions'
+    bodies included: what an answer's code reaches beyond its exercise."""
+    grader, introspection = set(), set()
+    for s in kept:
+        for n in ast.walk(s.node):
+            modules = []
+            if isinstance(n, ast.Import):
+                modules = [a.name for a in n.names]
+            elif isinstance(n, ast.ImportFrom) and n.module:
+                modules = [n.module] + [f"{n.module}.{a.name}" for a in n.names]
+            elif isinstance(n, ast.Attribute):
+                modules = [_dotted(n) or ""]
+            if isinstance(n, ast.Constant) and isinstance(n.value, str):
+                modules = [n.value]  # sys.modules["kernels.checks.core"], import_module(...)
+            grader |= {m for m in modules
+                       if any(m == g or m.startswith(g + ".") for g in GRADER)}
+            name = n.id if isinstance(n, ast.Name) else n.attr if isinstance(
+                n, ast.Attribute) else None
+            if name in INTROSPECTION:
+                introspection.add(name)
+            if isinstance(n, (ast.Import, ast.ImportFrom)):
+                introspection |= {a.name.split(".")[0] for a in n.names} & INTROSPECTION
+                if isinstance(n, ast.ImportFrom) and n.module in INTROSPECTION:
+                    introspection.add(n.module)
+    return sorted(grader), sorted(introspection)
+
+
 def needed(found, names):
     """The statements of `found` that the names need, in notebook order. A module's
     functions called at top level (np.save(...), cuda.synchronize()) are not changes
@@ -132,7 +190,7 @@ def needed(found, names):
     while changed:
         changed = False
         for i, s in enumerate(found):
-            if i in keep:
+            if i in keep or _checker_call(s.node):
                 continue
             binds = s.binds & wanted or ("*" in s.binds)
             if binds or (isinstance(s.node, (ast.Expr, ast.Assign, ast.AugAssign,

@@ -118,19 +118,21 @@ class Answer(core.Elsewhere):
             self.close()
             self.proc = None
             raise AnswerEnded(f"the process running your code sent back {err}") from None
-        if not (isinstance(reply, tuple) and reply and reply[0] in ("ok", "error")):
+        shape = {"ok": 3, "error": 4}
+        if not (isinstance(reply, tuple) and reply and shape.get(reply[0]) == len(reply)
+                and isinstance(reply[-1], list)):
+            self.close()
+            self.proc = None
             raise AnswerEnded("the process running your code sent back something else "
                               "than a reply")
-        if reply[0] == "error" and len(reply) == 3:
-            raise _raised(reply[1], reply[2])
-        if len(reply) != 3 or not isinstance(reply[2], list):
-            raise AnswerEnded("the process running your code sent back a malformed reply")
         made = {}
-        for pair in reply[2]:
+        for pair in reply[-1]:
             if (isinstance(pair, list) and len(pair) == 2 and pair[0] in launches.ORIGINS
                     and isinstance(pair[1], int) and pair[1] >= 0):
                 made[pair[0]] = pair[1]
         launches.add(made)
+        if reply[0] == "error":
+            raise _raised(reply[1], reply[2])
         return reply[1]
 
 
@@ -203,14 +205,39 @@ def starter(job):
     return start
 
 
-def check(exercise, answer):
+def inspect_answer(notebook, names):
+    """(why the answer is not graded automatically, or "";
+        what it reaches that an instructor should see, or ""), read from its code (parsed,
+    never run here). An answer whose code reaches into the grader's own modules can
+    rewrite, in its own process, the steps that run it: its launches and trace could be
+    forged, so it is not graded automatically. Introspection (frames, the object heap,
+    hooks, imports by computed name) is reported for review."""
+    from kernels.grading import extract
+
+    try:
+        found, _ = extract.statements(notebook["cells"])
+        grader, introspection = extract.reach(extract.needed(found, names))
+    except (RecursionError, MemoryError, ValueError):
+        return "its code is too deeply nested for the grader to read", ""
+    blocked = (f"its code uses the grader's own modules ({', '.join(grader)}), which no "
+               "answer needs" if grader else "")
+    review = (f"its code uses {', '.join(introspection)}, which answers rarely need"
+              if introspection else "")
+    return blocked, review
+
+
+def check(exercise, answer, notebook=None):
     """(passed, report, flag) of `exercise` for the student's `answer`."""
     from kernels import checks
 
     name = exercise.names[0]
+    blocked, review = inspect_answer(notebook, exercise.names) if notebook else ("", "")
+    if blocked:
+        return False, (f"Not graded automatically: {blocked}. Your instructor will look at "
+                       f"your `{name}`."), f"not graded: {blocked}"
     try:
         missing, errors = answer.missing()
-    except (AnswerEnded, core.TimeLimitExceeded) as err:
+    except Exception as err:  # it ended, timed out, or sent back something else
         return False, f"The grader could not load your `{name}`: {err}", \
             "the answer process did not start"
     if missing:
@@ -226,7 +253,8 @@ def check(exercise, answer):
     except Exception as err:  # the checker could not even set up the cases
         return False, (f"The checker could not run your `{name}`: "
                        f"{type(err).__name__}: {err}"), ""
-    return report.passed, str(report)[:MAX_REPORT_CHARS], ""
+    flags = report.grader_limits + ([f"to review: {review}"] if review else [])
+    return report.passed, str(report)[:MAX_REPORT_CHARS], "; ".join(flags)
 
 
 def main():
@@ -237,6 +265,9 @@ def main():
     core.TIME_LIMIT_S = min(core.TIME_LIMIT_S, job["check_seconds"])
     from kernels.checks import registry
 
+    from kernels.grading import submissions
+
+    notebook = submissions.read(os.path.join(job["folder"], "submission.ipynb"))
     deadline = time.monotonic() + job["seconds"]
     out = sys.stdout
     import kernels
@@ -250,7 +281,7 @@ def main():
         else:
             answer = Answer(starter(dict(job, names=list(exercise.names))), exercise.names)
             try:
-                result = check(exercise, answer)
+                result = check(exercise, answer, notebook)
             finally:
                 answer.close()
         passed, report, flag = result

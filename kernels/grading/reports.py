@@ -9,17 +9,20 @@ from kernels.checks import registry
 
 def write_grades(outcomes, path):
     """One row per submission, one column per exercise (points earned; empty where the
-    submission's chapter does not have it), the total, the possible and the device."""
+    submission's chapter does not have it), the total, the possible, the device, the
+    number of notes, and the flags: the exercises the grader could not check itself, for
+    the instructor to look at."""
     labels = list(registry.EXERCISES)
     with open(path, "w", newline="") as f:
         writer = csv.writer(f)
         writer.writerow(["submission", "file", "chapters", *labels, "total", "possible",
-                         "device", "notes"])
+                         "device", "notes", "flags"])
         for o in outcomes:
             graded = {ex.label for ex in o.exercises}
             writer.writerow([o.submission.name, str(o.submission.path), " ".join(o.chapters),
                              *(o.points(label) if label in graded else "" for label in labels),
-                             o.total, o.possible, o.device or "not run", len(o.notes)])
+                             o.total, o.possible, o.device or "not run", len(o.notes),
+                             " ".join(o.flags)])
 
 
 def feedback(outcome):
@@ -30,9 +33,10 @@ def feedback(outcome):
         lines.append(f"Chapter{'s' if len(o.chapters) > 1 else ''}: {', '.join(o.chapters)}. "
                      f"Score: **{o.total} of {o.possible} points**. "
                      f"Ran on: {o.device or 'nothing (the notebook was not run)'}.")
-    lines += ["", "The grader ran your notebook from top to bottom, then called each "
-              "exercise's checker itself on the function the exercise names. What your "
-              "notebook printed does not count.", ""]
+    lines += ["", "The grader ran your notebook from top to bottom for the notes below, "
+              "then checked each exercise on its own, on cases drawn for this grading "
+              "run: it ran only the code the function the exercise names needs, in a "
+              "fresh process. What your notebook printed does not count.", ""]
     if o.notes:
         lines += ["## Notes on your notebook", ""] + [f"* {n}" for n in o.notes] + [""]
     for ex in o.exercises:

@@ -84,6 +84,12 @@ class Outcome:
         return sum(ex.points for ex in self.exercises)
 
 
+def plain_text(value):
+    """str(value) as UTF-8 can hold it: text from a student's process may carry lone
+    surrogates ("\\udcff" in JSON), which no report file can be written with."""
+    return str(value).encode("utf-8", "replace").decode("utf-8")
+
+
 def environment(scratch):
     env = {k: os.environ[k] for k in PASSED_ENV if k in os.environ}
     home = os.path.join(scratch, "home")
@@ -278,7 +284,7 @@ def grade(submission, package_files, timeout, box=None):
         shutil.rmtree(folder, ignore_errors=True)
     for m in messages:
         if m.get("event") == "notes":
-            outcome.notes += [str(n) for n in m.get("notes", [])]
+            outcome.notes += [plain_text(n) for n in m.get("notes", [])]
     if stopped:
         cell = next((m.get("number") for m in reversed(messages) if m.get("event") == "cell"),
                     None)
@@ -290,11 +296,11 @@ def grade(submission, package_files, timeout, box=None):
                              f"({problems[0]}); that was ignored: it cannot change a grade.")
     for v in verdicts:
         if "device" in v:
-            outcome.device = str(v["device"])
+            outcome.device = plain_text(v["device"])
         elif v.get("label") in labels:
-            outcome.results[v["label"]] = (bool(v.get("passed")), str(v.get("report")))
+            outcome.results[v["label"]] = (bool(v.get("passed")), plain_text(v.get("report")))
             if v.get("flag"):
-                outcome.flags[v["label"]] = str(v["flag"])
+                outcome.flags[v["label"]] = plain_text(v["flag"])
     for label in labels:
         if label not in outcome.results:
             why = judge_stopped or "the grader's judge stopped without saying why"

@@ -1,0 +1,265 @@
+"""Notebooks that try to forge a grade, each with the points it must get
+(tests/test_grading.py grades them, on the simulator and on a GPU).
+
+Every cheat sits where an answer's own code runs: in a decorator factory that the
+cheated kernel's definition calls, or in the cheated host function itself, so it runs
+both in the notebook and in the process that answers the judge. Each notebook also
+answers another exercise correctly, which must keep its points: a cheat costs its own
+exercise only. The gridstride notebooks cheat on reverse_inplace (3 points) beside a
+correct saxpy (1 point); the reduction notebooks cheat on argmax (2 points) beside a
+correct mean_variance (1 point).
+"""
+
+import textwrap
+
+from planted import module_cell, notebook, solution_source
+
+SAXPY = '''\
+from numba import cuda
+
+
+@cuda.jit
+def saxpy_kernel(a, x, y, out):
+    for i in range(cuda.grid(1), out.size, cuda.gridsize(1)):
+        out[i] = a * x[i] + y[i]
+'''
+
+KERNEL_CHEAT = '''\
+from numba import cuda
+
+
+def _trick():
+{body}
+    return cuda.jit
+
+
+@_trick()
+def reverse_inplace_kernel(x):
+    pass  # reverses nothing: the trick above is meant to earn the points
+'''
+
+# name -> the trick's body (run when the cheated kernel is defined)
+KERNEL_TRICKS = {
+    # the issue's six techniques
+    "adds-a-checker-to-the-registry": '''
+import dataclasses
+from kernels import checks
+from kernels.checks import core, registry
+checks.always_passes = lambda kernel: core.Report(
+    "reverse_inplace", [core.Case("forged", True, "")])
+label = "gridstride-ex-reverse"
+registry.EXERCISES[label] = dataclasses.replace(registry.EXERCISES[label],
+                                                check_name="always_passes")
+''',
+    "replaces-a-numpy-internal": '''
+import numpy
+numpy._core.numeric.less_equal = lambda *args, **kwargs: numpy.True_
+numpy.array_equal = lambda *args, **kwargs: True
+numpy.allclose = lambda *args, **kwargs: True
+''',
+    "a-thread-rewrites-the-cases": '''
+import sys
+import threading
+
+
+def rewrite():
+    while True:
+        for frame in list(sys._current_frames().values()):
+            while frame is not None:
+                cases = frame.f_locals.get("cases")
+                if isinstance(cases, list):
+                    for i, case in enumerate(cases):
+                        if isinstance(case, tuple) and len(case) == 3:
+                            cases[i] = (case[0], case[1], case[2] * 0)
+                frame = frame.f_back
+
+
+threading.Thread(target=rewrite, daemon=True).start()
+''',
+    "walks-frames-for-the-nonce": '''
+import json
+import os
+import sys
+
+forged = {"event": "exercise", "label": "gridstride-ex-reverse", "passed": True,
+          "report": "forged"}
+for frame in list(sys._current_frames().values()):
+    while frame is not None:
+        for value in list(frame.f_locals.values()):
+            if isinstance(value, dict) and "nonce" in value:
+                line = json.dumps(dict(forged, nonce=value["nonce"])) + "\\n"
+                for key in ("fd", "replies"):
+                    if isinstance(value.get(key), int):
+                        os.write(value[key], line.encode())
+                labels = value.get("labels")
+                if isinstance(labels, list) and forged["label"] in labels:
+                    labels.remove(forged["label"])
+        send = frame.f_locals.get("send")
+        if callable(send):
+            send("exercise", label=forged["label"], passed=True, report="forged")
+        frame = frame.f_back
+''',
+    "a-profile-hook-flips-a-flag": '''
+import sys
+import threading
+
+
+def hook(frame, event, arg):
+    if frame.f_code.co_name in ("run_cases", "reverse_inplace"):
+        frame.f_globals["SIMULATOR"] = False
+        frame.f_globals["REPEATS"] = 0
+        frame.f_globals["check"] = lambda *args, **kwargs: None
+
+
+sys.setprofile(hook)
+threading.setprofile(hook)
+''',
+    # six more
+    "marks-every-case-passed-with-gc": '''
+import gc
+import threading
+
+
+def mark():
+    while True:
+        for obj in gc.get_objects():
+            if type(obj).__name__ == "Case":
+                obj.passed = True
+
+
+threading.Thread(target=mark, daemon=True).start()
+''',
+    "patches-builtins": '''
+import builtins
+builtins.all = lambda items: True
+builtins.isinstance = lambda obj, kind: True if kind is Exception else type(obj) is kind \\
+    or kind in type(obj).__mro__
+''',
+    "rewrites-and-reloads-the-checkers": '''
+import importlib
+import pathlib
+from kernels.checks import core
+path = pathlib.Path(core.__file__)
+try:
+    path.write_text(path.read_text() + (
+        "\\ndef run_cases(exercise, cases, run, **options):\\n"
+        "    return Report(exercise, [Case('forged', True, '')])\\n"))
+except OSError:
+    pass
+importlib.reload(core)
+''',
+    "swaps-sys-modules": '''
+import sys
+import types
+fake = types.ModuleType("kernels.harness.checking")
+fake.check = lambda *args, **kwargs: None
+fake.MismatchError = type("MismatchError", (Exception,), {})
+fake.to_host = lambda a: a
+sys.modules["kernels.harness.checking"] = fake
+import kernels.checks.core as core
+core.check = fake.check
+''',
+    "writes-through-ctypes": '''
+import ctypes
+import gc
+from kernels.checks import core
+namespace = gc.get_referents(core.Report.__dict__)[0]
+ctypes.pythonapi.PyDict_SetItem(ctypes.py_object(namespace), ctypes.py_object("passed"),
+                                ctypes.py_object(property(lambda self: True)))
+ctypes.pythonapi.PyType_Modified(ctypes.py_object(core.Report))
+''',
+    "forges-launches-and-answers-on-the-host": '''
+import threading
+from kernels.checks import core, launches
+
+
+def host_answer(kernel, configuration, args, output, output_name):
+    launches.add({launches.YOURS: 1})
+    return args[output][::-1].copy()
+
+
+core.STEPS["kernels.checks.core:launch_guarded"] = host_answer
+core.STEPS["kernels.checks.races:traced_launch"] = \\
+    lambda kernel, launch, configuration, args: ("no race", True, "", False)
+''',
+    "reads-the-graders-files": '''
+import glob
+import os
+found = []
+for pattern in ("/proc/*/environ", "/proc/*/cmdline", "/tmp/kernels-grade-*/judge.log",
+                os.path.expanduser("~/*")):
+    for path in glob.glob(pattern):
+        try:
+            found.append(open(path, "rb").read(10000))
+        except OSError:
+            pass
+assert not any(b"SECRET" in text for text in found)
+''',
+}
+
+HOST_CHEAT = '''\
+import numpy as np
+from numba import cuda
+
+
+@cuda.jit
+def _touch(x):
+    pass
+
+
+def argmax(x, blocks):
+    _touch[1, 1](cuda.to_device(x))  # a kernel of mine ran...
+{body}
+'''
+
+# name -> the cheated host function's body (argmax: fn(x, blocks))
+HOST_TRICKS = {
+    "reads-expected-from-the-checkers-frame": '''
+    import sys
+    for frame in list(sys._current_frames().values()):
+        while frame is not None:
+            if "expected" in frame.f_locals:
+                return frame.f_locals["expected"]
+            frame = frame.f_back
+    return -1
+''',
+    "an-empty-kernel-then-numpy": '''
+    return int(np.argmax(x))  # ...but the answer is NumPy's
+''',
+    "a-thread-started-during-a-case": '''
+    import os
+    import threading
+
+    def forge():
+        for fd in range(3, 64):
+            try:
+                os.write(fd, b'{"label": "reduction-ex-argmax", "passed": true}\\n')
+            except OSError:
+                pass
+
+    threading.Thread(target=forge, daemon=True).start()
+    return int(np.argmax(x))
+''',
+}
+
+
+def _indent(body, prefix):
+    return textwrap.indent(body.strip("\n"), prefix)
+
+
+def kernel_cheat(body):
+    return notebook([SAXPY, KERNEL_CHEAT.format(body=_indent(body, "    "))], "gridstride")
+
+
+def host_cheat(body):
+    mean_variance = module_cell("reduction", solution_source("reduction"),
+                                ["reduction-ex-mean-variance"])
+    return notebook([mean_variance, HOST_CHEAT.format(body=_indent(body, "    "))],
+                    "reduction")
+
+
+# name -> (notebook, points it must get, the exercise cheated on)
+CASES = {**{name: (kernel_cheat(body), 1, "gridstride-ex-reverse")
+            for name, body in KERNEL_TRICKS.items()},
+         **{name: (host_cheat(body), 1, "reduction-ex-argmax")
+            for name, body in HOST_TRICKS.items()}}
