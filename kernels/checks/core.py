@@ -34,7 +34,7 @@ SHOW_FAILURES = 3  # details of the first few failures; the rest are listed by i
 # each report as one line; whoever runs the cell gets the full report.
 SUMMARY_SETTING = "KERNELS_CHECK_SUMMARY"
 # True while the grader runs a notebook's cells: checker calls in them return at once,
-# because the grader calls every checker itself afterwards (kernels.grading.worker).
+# because the grader checks every answer itself, in its judge (kernels.grading.judge).
 DEFERRED = False
 # None where a reader runs a checker: each checker's cases are the same on every run, to
 # debug against. The grader's judge sets a secret of its own for each grading run, and
