@@ -182,7 +182,7 @@ def test_answers_that_reach_into_the_grader_are_flagged_for_the_instructor(hosti
     rows, feedback, _ = hostile_grades
     text = feedback["forges-launches-and-answers-on-the-host"]
     assert "Not graded automatically: its code uses the grader's own modules" in text, text
-    assert "your instructor will look at it" in text, text
+    assert "Flagged for your instructor" in text, text
     assert rows["forges-launches-and-answers-on-the-host"]["flags"] == "gridstride-ex-reverse"
 
 

@@ -97,16 +97,16 @@ def _case(launch, tracer, *args, input_bytes=0):
                 f"the tracer could not run your code ({why}), so the grader cannot tell "
                 "whether it races; this case fails, and your instructor is told to look",
                 True, f"the race case could not run ({why})")
-    read = _bytes_read(t)
-    if read < input_bytes:
-        return (f"your kernels read the input, traced at {launch}", False,
-                f"the tracer saw your kernels read {read:,} distinct bytes of device "
-                f"memory, fewer than the input's {input_bytes:,}: the answer must be "
-                "computed by kernels on the device (a result computed on the host does "
-                "not count, even after a kernel ran)", True)
     found = trace.races(t) + trace.stream_races(t)
     if not found:
-        return description, True, "", False
+        read = _bytes_read(t)
+        if read >= input_bytes:
+            return description, True, "", False
+        return (f"your kernels read the input, traced at {launch}", False,
+                f"the tracer saw your kernels read {read:,} bytes of device memory, fewer "
+                f"than the input's {input_bytes:,}: the answer must be computed by kernels "
+                "on the device (a result computed on the host does not count, even after "
+                "a kernel ran)", True)
     more = len(found) - SHOWN
     detail = (f"{PREFIX} " + ("a race" if len(found) == 1 else f"{len(found)} races") + ": "
               + "; ".join(r.describe() for r in found[:SHOWN])
@@ -119,15 +119,17 @@ def _case(launch, tracer, *args, input_bytes=0):
 
 
 def _bytes_read(t):
-    """Distinct bytes of global memory that the traced kernels read."""
-    spans = sorted(span for op in t.operations if op.what.startswith("kernel ")
-                   for span in op.reads)
-    total, end = 0, None
-    for start, stop in spans:
-        if end is None or start >= end:
-            total, end = total + stop - start, stop
-        elif stop > end:
-            total, end = total + stop - end, stop
+    """Bytes of global memory the traced kernels read: distinct within each launch,
+    summed over launches (a buffer reused for the next chunk holds new data)."""
+    total = 0
+    for op in t.operations:
+        if op.what.startswith("kernel "):
+            end = None
+            for start, stop in sorted(op.reads):
+                if end is None or start >= end:
+                    total, end = total + stop - start, stop
+                elif stop > end:
+                    total, end = total + stop - end, stop
     return total
 
 

@@ -128,7 +128,7 @@ INTROSPECTION = {"_current_frames", "_getframe", "f_locals", "f_globals", "f_bac
                  "setprofile", "settrace", "get_objects", "get_referents",
                  "get_referrers", "pythonapi", "ctypes", "gc", "__code__", "__globals__",
                  "builtins", "__builtins__", "__import__", "import_module", "reload",
-                 "modules", "inspect"}
+                 "inspect"}
 
 
 def _checker_call(node):

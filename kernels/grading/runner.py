@@ -63,9 +63,9 @@ class Outcome:
     chapters: list = dataclasses.field(default_factory=list)
     device: str = ""
     results: dict = dataclasses.field(default_factory=dict)  # label -> (passed, report)
-    flags: dict = dataclasses.field(default_factory=dict)  # label -> what the grader could not check
     notes: list = dataclasses.field(default_factory=list)  # lines for the student
     seconds: float = 0.0
+    flags: dict = dataclasses.field(default_factory=dict)  # label -> what the grader could not check
 
     @property
     def exercises(self):
@@ -307,9 +307,8 @@ def grade(submission, package_files, timeout, box=None):
             outcome.results[label] = (False, f"not graded: {why}")
             outcome.flags[label] = why
     if outcome.flags:
-        outcome.notes.append("The grader could not check every exercise itself ("
-                             + "; ".join(f"{k}: {v}" for k, v in outcome.flags.items())
-                             + "); your instructor will look at it.")
+        outcome.notes.append("Flagged for your instructor, who will look at it: "
+                             + "; ".join(f"{k}: {v}" for k, v in outcome.flags.items()) + ".")
     outcome.seconds = time.monotonic() - start
     return outcome
 
