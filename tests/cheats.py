@@ -2,8 +2,8 @@
 (tests/test_grading.py grades them, on the simulator and on a GPU).
 
 Every cheat sits where an answer's own code runs: in a decorator factory that the
-cheated kernel's definition calls, or in the cheated host function itself, so it runs
-both in the notebook and in the process that answers the judge. Each notebook also
+cheated kernel's definition calls, in the kernel's body, or in the cheated host
+function itself. Each notebook also
 answers another exercise correctly, which must keep its points: a cheat costs its own
 exercise only. The gridstride notebooks cheat on reverse_inplace (3 points) beside a
 correct saxpy (1 point); the reduction notebooks cheat on argmax (2 points) beside a
@@ -197,6 +197,33 @@ assert not any(b"SECRET" in text for text in found)
 ''',
 }
 
+# Kernels whose bodies do what only Python can: the simulator runs a kernel as Python
+KERNEL_BODIES = {
+    "a-kernel-that-calls-numpy": '''\
+import numpy as np
+from numba import cuda
+
+
+@cuda.jit
+def reverse_inplace_kernel(x):
+    if cuda.grid(1) == 0:
+        x[:] = np.flip(x.copy_to_host())  # the host's NumPy, inside a "kernel"
+''',
+    "a-kernel-that-walks-frames": '''\
+import sys
+
+from numba import cuda
+
+
+@cuda.jit
+def reverse_inplace_kernel(x):
+    frame = sys._getframe()
+    while frame is not None:
+        frame.f_globals.get("launches", sys)._counts = None
+        frame = frame.f_back
+''',
+}
+
 HOST_CHEAT = '''\
 import numpy as np
 from numba import cuda
@@ -261,5 +288,7 @@ def host_cheat(body):
 # name -> (notebook, points it must get, the exercise cheated on)
 CASES = {**{name: (kernel_cheat(body), 1, "gridstride-ex-reverse")
             for name, body in KERNEL_TRICKS.items()},
+         **{name: (notebook([SAXPY, source], "gridstride"), 1, "gridstride-ex-reverse")
+            for name, source in KERNEL_BODIES.items()},
          **{name: (host_cheat(body), 1, "reduction-ex-argmax")
             for name, body in HOST_TRICKS.items()}}

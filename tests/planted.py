@@ -11,6 +11,7 @@ share buffers) rarely show in results on the simulator, so they are planted in R
 the checkers' race case catches them there, and a GPU's repeated runs catch them too.
 """
 
+import ast
 import json
 import pathlib
 import re
@@ -333,6 +334,26 @@ def module_cell(topic_name, source, labels):
     return "\n".join(lines)
 
 
+PASTED = ("gridstride", "cooperative", "matmul")  # topics whose exercises ask for kernels
+
+
+def pasted_cell(topic_name, source, labels):
+    """The statements of `source` that the exercises' names need, pasted as a cell, as
+    a student who copied the answer into the notebook would (kernels are checked that
+    way: their definitions may run no code but Numba's, kernels.grading.extract)."""
+    from kernels.grading import extract
+
+    found, _ = extract.statements([{"cell_type": "code", "source": source}])
+    names = [registry.EXERCISES[label].names[0] for label in labels]
+    assert not any(label in SOLVED_BY for label in labels)
+    return "\n\n".join(ast.unparse(s.node) for s in extract.needed(found, names)) + "\n"
+
+
+def answer_cell(topic_name, source, labels):
+    maker = pasted_cell if topic_name in PASTED else module_cell
+    return maker(topic_name, source, labels)
+
+
 def _by_topic(labels):
     topics = {}
     for label in labels:
@@ -341,7 +362,7 @@ def _by_topic(labels):
 
 
 def correct_notebook():
-    return notebook([module_cell(t, solution_source(t), labels)
+    return notebook([answer_cell(t, solution_source(t), labels)
                      for t, labels in _by_topic(registry.EXERCISES).items()])
 
 
@@ -353,7 +374,7 @@ def bug_changes(label, bugs=BUGS):
 
 def buggy_notebook(bugs=BUGS):
     """One cell per exercise: its topic's solution with that exercise's bug."""
-    return notebook([module_cell(topic(label), solution_source(topic(label),
+    return notebook([answer_cell(topic(label), solution_source(topic(label),
                                                                bug_changes(label, bugs)),
                                  [label]) for label in bugs])
 

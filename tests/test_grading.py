@@ -178,12 +178,34 @@ def test_a_cheat_earns_nothing_for_its_exercise(hostile_grades, name):
     check_cheat(rows, feedback, name)
 
 
-def test_answers_that_reach_into_the_grader_are_flagged_for_the_instructor(hostile_grades):
+def test_a_kernel_is_checked_only_when_its_definition_runs_no_code_of_the_students(
+        hostile_grades):
+    """A kernel made by a decorator of the student's (where every kernel trick sits)
+    is not run: it fails, and the row is flagged for the instructor."""
     rows, feedback, _ = hostile_grades
-    text = feedback["forges-launches-and-answers-on-the-host"]
-    assert "Not graded automatically: its code uses the grader's own modules" in text, text
-    assert "Flagged for your instructor" in text, text
-    assert rows["forges-launches-and-answers-on-the-host"]["flags"] == "gridstride-ex-reverse"
+    for name in cheats.KERNEL_TRICKS:
+        text = feedback[name]
+        assert "Not graded automatically: the definition of `reverse_inplace_kernel` runs " \
+               "code of yours when it is loaded" in text, text
+        assert "Flagged for your instructor" in text, text
+        assert rows[name]["flags"] == "gridstride-ex-reverse"
+
+
+def test_a_kernel_that_only_python_can_run_fails_on_the_simulator(hostile_grades):
+    """The simulator runs a kernel's body as Python; the grader first compiles it for a
+    GPU, so a body that a GPU cannot run (NumPy on the host, frames) fails there."""
+    rows, feedback, _ = hostile_grades
+    for name in cheats.KERNEL_BODIES:
+        text = feedback[name]
+        if kernels.SIMULATOR:
+            assert "your `reverse_inplace_kernel` does not compile for a GPU" in text, text
+        assert not rows[name]["flags"], text
+
+
+def test_answers_that_use_introspection_are_flagged_for_review(hostile_grades):
+    _, feedback, _ = hostile_grades
+    text = feedback["reads-expected-from-the-checkers-frame"]
+    assert "to review: its code uses _current_frames, f_back, f_locals" in text, text
 
 
 @pytest.mark.gpu

@@ -27,7 +27,7 @@ LIMITS = ("--max-processes", "200", "--max-memory", "1500M", "--max-disk", "256M
 
 def correct_gridstride():
     labels = [ex.label for ex in registry.by_chapter("gridstride")]
-    return planted.notebook([planted.module_cell("gridstride", planted.solution_source(
+    return planted.notebook([planted.answer_cell("gridstride", planted.solution_source(
         "gridstride"), labels)], "gridstride")
 
 

@@ -91,12 +91,15 @@ def _case(launch, tracer, *args, input_bytes=0):
         return description, False, f"under the tracer your code {err}", True
     except trace.NothingLaunched:
         return None  # nothing to trace: the launch rule fails such an answer
-    except Exception as err:  # fail closed: a race case that could not run is not a pass
+    except trace.TraceError as err:  # fail closed: a race case that cannot run fails
         why = f"{type(err).__name__}: {_first_line(err)}"
         return (description, False,
                 f"the tracer could not run your code ({why}), so the grader cannot tell "
                 "whether it races; this case fails, and your instructor is told to look",
                 True, f"the race case could not run ({why})")
+    except Exception as err:  # the answer's own error, under the tracer
+        return (description, False, f"under the tracer your code raised "
+                f"{type(err).__name__}: {_first_line(err)}", True)
     found = trace.races(t) + trace.stream_races(t)
     if not found:
         read = _bytes_read(t)

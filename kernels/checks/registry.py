@@ -33,10 +33,30 @@ class Exercise:
     names: tuple  # what the student defines; the checker gets getattr(ns, names[0])
     kernel: bool  # True: names[0] is a @cuda.jit kernel; False: a host function
     launch: str = YOURS  # YOURS, ANY or None: the launches every case must make
+    signature: str = ""  # a kernel's: the types its checker launches it with
+
+
+    def __post_init__(self):
+        if self.kernel != bool(self.signature):
+            raise ValueError(f"{self.label}: a kernel exercise needs its signature, and "
+                             "only a kernel exercise has one")
 
     @property
     def points(self):
         return POINTS[self.difficulty]
+
+
+# The kernel exercises' argument types, as their checkers launch them: the grader
+# compiles each answer for a GPU with them (kernels.grading.judge).
+SIGNATURES = {
+    "gridstride-ex-saxpy": "void(float32, float32[::1], float32[::1], float32[::1])",
+    "gridstride-ex-clip": "void(float64[:, ::1], float64, float64, float64[:, ::1])",
+    "gridstride-ex-reverse": "void(int32[::1])",
+    "cooperative-ex-rotate": "void(int32[:, ::1])",
+    "cooperative-ex-normalize": "void(float32[::1], float32[::1], float32[::1])",
+    "matmul-ex-transpose": "void(float32[:, ::1], float32[:, ::1])",
+    "matmul-ex-matvec": "void(float32[:, ::1], float32[::1], float32[::1])",
+}
 
 
 def _exercises(*rows):
@@ -44,7 +64,7 @@ def _exercises(*rows):
     for label, difficulty, check_name, names, kernel, *launch in rows:
         chapter = label.split("-ex-")[0]
         table[label] = Exercise(label, chapter, difficulty, check_name, tuple(names), kernel,
-                                *launch)
+                                *(launch or [YOURS]), SIGNATURES.get(label, ""))
     return table
 
 

@@ -33,9 +33,14 @@ LOAD = "load"  # the first request: run the needed statements, say what is missi
 MAX_MESSAGE = 2000  # characters of an error's message sent back
 
 
-def load(notebook, names):
+CERTIFY = "certify"  # for a kernel: compile it for a GPU, where Numba targets one
+
+
+def load(notebook, names, kernel_only=False):
     """A namespace with the notebook's statements that `names` need, run in order;
-    and the errors of those that raised, as lines."""
+    and the errors of those that raised, as lines. With `kernel_only`, only the
+    statements that bind a needed name run (the judge has checked that they run no code
+    of the student's: kernels.grading.extract.kernel_only)."""
     from kernels.grading import extract
 
     found, sources = extract.statements(notebook["cells"])
@@ -44,7 +49,8 @@ def load(notebook, names):
         filename = f"<code cell {number}>"
         linecache.cache[filename] = (len(code), None, code.splitlines(True), filename)
     errors = []
-    for statement in extract.needed(found, names):
+    kept = extract.needed(found, names)
+    for statement in extract.binding(kept, names) if kernel_only else kept:
         code = ast.Module(body=[statement.node], type_ignores=[])
         try:
             exec(compile(code, f"<code cell {statement.cell}>", "exec"), namespace)
@@ -53,6 +59,24 @@ def load(notebook, names):
             errors.append(f"code cell {statement.cell}, line {line}: "
                           f"{type(err).__name__}: {str(err)[:200]}")
     return namespace, errors
+
+
+def certify(kernel, signature):
+    """Compile `kernel` for a GPU (compute capability 7.5) with `signature`, in a process
+    where Numba targets a GPU (none need be present). A kernel that compiles is device
+    code: run on the simulator, it does only what a GPU could."""
+    from numba import cuda
+    from numba.cuda import dispatcher
+
+    class NoDevice:  # a device function is compiled for "the current device"
+        compute_capability = (7, 5)
+
+    dispatcher.get_current_device = NoDevice
+    function = getattr(kernel, "py_func", None)
+    if function is None or kernel.targetoptions.get("device"):
+        raise TypeError(f"{getattr(kernel, '__name__', type(kernel).__name__)} is not a "
+                        "CUDA kernel (a function decorated with @cuda.jit)")
+    cuda.compile_ptx(function, signature, cc=(7, 5))
 
 
 def _host(value):
@@ -88,8 +112,11 @@ def main():
         before = launches.counts()
         try:
             if name == LOAD:
-                namespace, errors = load(submissions.read(job["notebook"]), job["names"])
+                namespace, errors = load(submissions.read(job["notebook"]), job["names"],
+                                         job.get("kernel_only", False))
                 reply = ("ok", ([n for n in job["names"] if n not in namespace], errors))
+            elif name == CERTIFY:
+                reply = ("ok", certify(namespace[job["names"][0]], *args))
             else:
                 step = core.STEPS[name]
                 reply = ("ok", _host(step(namespace[job["names"][0]], *args)))

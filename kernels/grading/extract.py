@@ -179,6 +179,120 @@ def reach(kept):
     return sorted(grader), sorted(introspection)
 
 
+# Calls a constant may make: NumPy's number types and array makers, math's functions,
+# and the types and signatures that Numba's names make.
+NUMPY_MAKERS = {"array", "zeros", "ones", "full", "arange", "linspace", "empty", "dtype",
+                "float16", "float32", "float64", "int8", "int16", "int32", "int64", "uint8",
+                "uint16", "uint32", "uint64", "complex64", "complex128", "bool_",
+                "iinfo", "finfo"}
+
+
+def kernel_only(kept):
+    """"" if the kept statements only import, define functions (plain, or with Numba's
+    jit decorators given plain values) and bind plain values, so that loading them runs
+    no code of the student's: only libraries' code and function definitions; else why
+    not, naming the cell and line."""
+    roots = {}  # name bound by an import -> module it names
+    for s in kept:
+        if isinstance(s.node, (ast.Import, ast.ImportFrom)):
+            for alias in s.node.names:
+                module = (f"{s.node.module}.{alias.name}" if isinstance(s.node, ast.ImportFrom)
+                          else alias.name)
+                roots[alias.asname or alias.name.split(".")[0]] = module
+    for s in kept:
+        why = _not_kernel_only(s.node, roots)
+        if why:
+            return f"code cell {s.cell}, line {s.node.lineno}: {why}"
+    return ""
+
+
+def _not_kernel_only(node, roots):
+    if isinstance(node, (ast.Import, ast.ImportFrom)):  # runs the libraries' code only
+        return "a relative import" if getattr(node, "level", 0) else ""
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        arguments = [*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs,
+                     *filter(None, (node.args.vararg, node.args.kwarg))]
+        values = [*node.args.defaults, *node.args.kw_defaults, node.returns,
+                  *(a.annotation for a in arguments)]
+        for expr in [*node.decorator_list, *filter(None, values)]:
+            if not (_is_jit(expr, roots) or _plain(expr, roots)):
+                return f"{node.name} is made by {ast.unparse(expr)[:60]}, not by cuda.jit"
+        return ""
+    if isinstance(node, (ast.Assign, ast.AnnAssign)):
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+        if not all(isinstance(t, (ast.Name, ast.Tuple)) for t in targets):
+            return f"it assigns into {ast.unparse(targets[0])[:60]}"
+        if node.value is not None and not _plain(node.value, roots):
+            return f"it computes {ast.unparse(node.value)[:60]}"
+        return ""
+    return f"a {type(node).__name__.lower()} statement runs code there"
+
+
+def _is_jit(expr, roots):
+    """cuda.jit, numba.cuda.jit, numba.njit, jit: bare, or called with plain values."""
+    if isinstance(expr, ast.Call):
+        return _is_jit(expr.func, roots) and _plain_call_args(expr, roots)
+    dotted = _dotted(expr) or ""
+    head, _, rest = dotted.partition(".")
+    module = roots.get(head, head if head not in roots else "")
+    full = f"{module}.{rest}" if rest else module
+    return full in ("numba.cuda.jit", "numba.jit", "numba.njit")
+
+
+def _plain_call_args(call, roots):
+    return all(_plain(a.value if isinstance(a, ast.Starred) else a, roots)
+               for a in [*call.args, *(k.value for k in call.keywords)])
+
+
+def _plain(expr, roots):
+    """A value that runs no code of the student's: literals, names, arithmetic, and
+    calls of NumPy's makers, math's functions, Numba's types and jit."""
+    if isinstance(expr, ast.Constant):
+        return True
+    if isinstance(expr, ast.Name):
+        return not expr.id.startswith("__")
+    if isinstance(expr, ast.Attribute):
+        return (not expr.attr.startswith("_") and isinstance(expr.value, (ast.Name,
+                ast.Attribute)) and _dotted(expr) is not None
+                and _dotted(expr).split(".")[0] in roots)
+    if isinstance(expr, (ast.Tuple, ast.List, ast.Set)):
+        return all(_plain(e, roots) for e in expr.elts)
+    if isinstance(expr, ast.Dict):
+        return all(_plain(e, roots) for e in [*expr.keys, *expr.values] if e is not None)
+    if isinstance(expr, ast.BinOp):
+        return _plain(expr.left, roots) and _plain(expr.right, roots)
+    if isinstance(expr, ast.UnaryOp):
+        return _plain(expr.operand, roots)
+    if isinstance(expr, (ast.BoolOp, ast.Compare)):
+        parts = expr.values if isinstance(expr, ast.BoolOp) else [expr.left, *expr.comparators]
+        return all(_plain(e, roots) for e in parts)
+    if isinstance(expr, ast.IfExp):
+        return all(_plain(e, roots) for e in (expr.test, expr.body, expr.orelse))
+    if isinstance(expr, ast.Subscript):  # float32[:, ::1], a table's element
+        return _plain(expr.value, roots) and _plain(expr.slice, roots)
+    if isinstance(expr, ast.Slice):
+        return all(e is None or _plain(e, roots) for e in (expr.lower, expr.upper, expr.step))
+    if isinstance(expr, ast.Call):
+        if _is_jit(expr.func, roots) or _is_jit(expr, roots):  # cuda.jit(f), cuda.jit(s)(f)
+            return _plain_call_args(expr, roots)
+        dotted = _dotted(expr.func) or ""
+        head, _, rest = dotted.partition(".")
+        module = roots.get(head, "")
+        full = f"{module}.{rest}" if rest else module
+        owner, _, name = full.rpartition(".")
+        maker = (owner in ("numba", "numba.types", "numba.cuda", "math", "cmath")
+                 or owner == "numpy" and name in NUMPY_MAKERS)
+        return maker and not name.startswith("_") and _plain_call_args(expr, roots)
+    return False
+
+
+def binding(kept, names):
+    """The kept statements that bind a name the names need (imports, definitions,
+    assignments): all that a kernel's definition runs."""
+    wanted = set(names).union(*(s.reads for s in kept))
+    return [s for s in kept if s.binds & wanted or "*" in s.binds]
+
+
 def needed(found, names):
     """The statements of `found` that the names need, in notebook order. A module's
     functions called at top level (np.save(...), cuda.synchronize()) are not changes

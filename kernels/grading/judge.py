@@ -26,7 +26,7 @@ import threading
 import time
 
 from kernels.checks import core, launches
-from kernels.grading import channel
+from kernels.grading import answers, channel
 
 MAX_REPORT_CHARS = 20_000
 STEP_MARGIN_S = 30.0  # beyond the checkers' own limits, for a reply to come back
@@ -176,7 +176,8 @@ def starter(job):
         request_read, request_write = os.pipe()
         reply_read, reply_write = os.pipe()
         command = [sys.executable, "-I", "-c", ANSWER]
-        task = {"names": job["names"], "requests": request_read, "replies": reply_write}
+        task = {"names": job["names"], "kernel_only": job["kernel_only"],
+                "requests": request_read, "replies": reply_write}
         if box is None:
             argv = command + [os.path.join(folder, "package"), json.dumps(job["paths"])]
             scratch = os.path.join(folder, "scratch")
@@ -190,9 +191,11 @@ def starter(job):
                                 "memory": box.limits.memory})
             scratch, cwd = sandbox.SCRATCH, folder
         os.makedirs(os.path.join(folder, "scratch"), exist_ok=True)
+        env = runner.environment(scratch)
+        if job.get("gpu_target"):  # Numba compiles for a GPU there (none need be present)
+            env["NUMBA_ENABLE_CUDASIM"] = "0"
         proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
-                                stderr=subprocess.DEVNULL, cwd=cwd,
-                                env=runner.environment(scratch),
+                                stderr=subprocess.DEVNULL, cwd=cwd, env=env,
                                 pass_fds=(request_read, reply_write), start_new_session=True)
         os.close(request_read)
         os.close(reply_write)
@@ -203,6 +206,18 @@ def starter(job):
             pass
         return proc, request_write, reply_read
     return start
+
+
+def kernel_definition(notebook, names):
+    """Why the definition of a kernel exercise's names runs code of the student's (a
+    decorator of their own, a computed value), or "": kernels.grading.extract.kernel_only."""
+    from kernels.grading import extract
+
+    try:
+        found, _ = extract.statements(notebook["cells"])
+        return extract.kernel_only(extract.binding(extract.needed(found, names), names))
+    except (RecursionError, MemoryError, ValueError):
+        return "its code is too deeply nested for the grader to read"
 
 
 def inspect_answer(notebook, names):
@@ -226,15 +241,32 @@ def inspect_answer(notebook, names):
     return blocked, review
 
 
-def check(exercise, answer, notebook=None):
-    """(passed, report, flag) of `exercise` for the student's `answer`."""
+def check(exercise, answer, notebook=None, certifier=None):
+    """(passed, report, flag) of `exercise` for the student's `answer`; a kernel's is
+    first compiled for a GPU by `certifier` (an Answer whose process targets a GPU)."""
     from kernels import checks
 
     name = exercise.names[0]
     blocked, review = inspect_answer(notebook, exercise.names) if notebook else ("", "")
+    if exercise.kernel and notebook and not blocked:
+        if why := kernel_definition(notebook, exercise.names):
+            blocked = (f"the definition of `{name}` runs code of yours when it is loaded "
+                       f"({why}); a kernel is checked only when it is made by @cuda.jit "
+                       "(or cuda.jit(...)) from functions and plain values")
     if blocked:
         return False, (f"Not graded automatically: {blocked}. Your instructor will look at "
                        f"your `{name}`."), f"not graded: {blocked}"
+    if certifier is not None:
+        try:
+            missing, _ = certifier.missing()
+            if not missing:
+                certifier.run(answers.CERTIFY, (exercise.signature,))
+        except (Raised, core.TimeLimitExceeded, AnswerEnded) as err:
+            return False, (f"{exercise.check_name}: your `{name}` does not compile for a GPU, "
+                           f"so a GPU could not run it ({type(err).__name__}: "
+                           f"{str(err)[:1500]}). The simulator runs a kernel as Python; a "
+                           "GPU runs only what Numba compiles: arithmetic, arrays and "
+                           "cuda.* calls, no NumPy functions or Python objects."), ""
     try:
         missing, errors = answer.missing()
     except Exception as err:  # it ended, timed out, or sent back something else
@@ -279,11 +311,16 @@ def main():
             result = (False, "not graded: the grader's time limit for this notebook ran "
                              "out before this exercise", "the grader's time limit ran out")
         else:
-            answer = Answer(starter(dict(job, names=list(exercise.names))), exercise.names)
+            task = dict(job, names=list(exercise.names), kernel_only=exercise.kernel)
+            answer = Answer(starter(task), exercise.names)
+            certifier = (Answer(starter(dict(task, gpu_target=True)), exercise.names)
+                         if exercise.kernel and kernels.SIMULATOR else None)
             try:
-                result = check(exercise, answer, notebook)
+                result = check(exercise, answer, notebook, certifier)
             finally:
                 answer.close()
+                if certifier is not None:
+                    certifier.close()
         passed, report, flag = result
         out.write(json.dumps({"label": label, "passed": bool(passed), "report": report,
                               "flag": flag}) + "\n")
