@@ -76,6 +76,14 @@ def certify(kernel, signature):
     if function is None or kernel.targetoptions.get("device"):
         raise TypeError(f"{getattr(kernel, '__name__', type(kernel).__name__)} is not a "
                         "CUDA kernel (a function decorated with @cuda.jit)")
+    from numba.core import sigutils
+
+    arguments, _ = sigutils.normalize_signature(signature)
+    takes = function.__code__.co_argcount
+    if takes != len(arguments) and not function.__code__.co_flags & 0x04:  # no *args
+        raise TypeError(f"{function.__name__} takes {takes} argument"
+                        f"{'' if takes == 1 else 's'}; the exercise launches it with "
+                        f"{len(arguments)}")
     cuda.compile_ptx(function, signature, cc=(7, 5))
 
 

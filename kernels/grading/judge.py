@@ -262,11 +262,12 @@ def check(exercise, answer, notebook=None, certifier=None):
             if not missing:
                 certifier.run(answers.CERTIFY, (exercise.signature,))
         except (Raised, core.TimeLimitExceeded, AnswerEnded) as err:
-            return False, (f"{exercise.check_name}: your `{name}` does not compile for a GPU, "
-                           f"so a GPU could not run it ({type(err).__name__}: "
-                           f"{str(err)[:1500]}). The simulator runs a kernel as Python; a "
-                           "GPU runs only what Numba compiles: arithmetic, arrays and "
-                           "cuda.* calls, no NumPy functions or Python objects."), ""
+            return False, (f"{exercise.check_name}: your `{name}` does not compile for a GPU "
+                           f"with the arguments the exercise gives it ({exercise.signature}): "
+                           f"it raised {type(err).__name__}: {str(err)[:1500]}\nThe "
+                           "simulator runs a kernel as Python; a GPU runs only what Numba "
+                           "compiles: arithmetic, arrays and cuda.* calls, not NumPy's "
+                           "functions or Python objects."), ""
     try:
         missing, errors = answer.missing()
     except Exception as err:  # it ended, timed out, or sent back something else
