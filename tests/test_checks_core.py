@@ -85,3 +85,31 @@ def test_a_race_found_is_explained_even_after_other_failures():
     text = str(core.Report("ex", failed + [race]))
     assert "the tracer found a race" in text
     assert f"detail {core.SHOW_FAILURES - 1}" in text and f"detail {core.SHOW_FAILURES}" not in text
+
+
+def test_cases_are_the_reader_s_own_each_run_and_the_grader_s_are_secret(monkeypatch):
+    """A reader gets the same cases on every run (to debug against); under the grader
+    every case is drawn from the grading run's secret, so no notebook knows them."""
+    first = core.rng(5).integers(0, 2**31, 8)
+    np.testing.assert_array_equal(first, core.rng(5).integers(0, 2**31, 8))
+    drawn = []
+    for secret in (1, 2):
+        monkeypatch.setattr(core, "SECRET", secret)
+        drawn.append(core.rng(5).integers(0, 2**31, 8))
+    assert not np.array_equal(drawn[0], first) and not np.array_equal(drawn[0], drawn[1])
+
+
+def test_a_step_runs_beside_the_subject_here_or_elsewhere():
+    """answer_side runs a step on a reader's own function here, and hands it, by name and
+    with its plain arguments, to a subject that lives elsewhere (the grader's stand-in)."""
+    asked = []
+
+    class Remote(core.Elsewhere):
+        def run(self, name, args):
+            asked.append((name, args))
+            return 42
+
+    assert core.answer_side(lambda a, b: a + b, core.call, 2, 3) == 5
+    assert core.answer_side(Remote(), core.call, 2, 3) == 42
+    assert asked == [("kernels.checks.core:call", (2, 3))]
+    assert core.STEPS["kernels.checks.core:launch_guarded"] is core.launch_guarded

@@ -67,6 +67,10 @@ def _bound(node):
     return found
 
 
+READ_ONLY_CALLS = {"print", "len", "repr", "str", "type", "isinstance", "id", "hash",
+                   "format", "display"}  # builtins that change nothing they are handed
+
+
 def _changed(node):
     """Names whose objects a statement may change in place: targets of item or attribute
     assignment and what is stored there, receivers of method calls, and names handed
@@ -82,7 +86,8 @@ def _changed(node):
                         value = getattr(n, "value", None)  # stored into something
                         if isinstance(value, (ast.Name, ast.Attribute)) and _root(value):
                             found.add(_root(value))
-        if isinstance(n, ast.Call):
+        if isinstance(n, ast.Call) and not (isinstance(n.func, ast.Name)
+                                            and n.func.id in READ_ONLY_CALLS):
             if isinstance(n.func, ast.Attribute) and _root(n.func):
                 found.add(_root(n.func))
             for arg in [*n.args, *(k.value for k in n.keywords)]:
@@ -187,11 +192,21 @@ NUMPY_MAKERS = {"array", "zeros", "ones", "full", "arange", "linspace", "empty",
                 "iinfo", "finfo"}
 
 
-def kernel_only(kept):
-    """"" if the kept statements only import, define functions (plain, or with Numba's
-    jit decorators given plain values) and bind plain values, so that loading them runs
-    no code of the student's: only libraries' code and function definitions; else why
-    not, naming the cell and line."""
+def kernel_only(kept, names):
+    """"" if the statements that bind what `names` need (binding: all that is run of a
+    kernel's definition) only import, define functions (plain, or with Numba's jit
+    decorators given plain values) and bind plain values, so that loading them runs no
+    code of the student's but libraries' and function definitions, and no other kept
+    statement changes a value they read; else why not, naming the cell and line."""
+    run = binding(kept, names)
+    imported = set().union(*(r.binds for r in run
+                             if isinstance(r.node, (ast.Import, ast.ImportFrom))))
+    values = set().union(*(s.reads for s in kept)) - set(names) - imported
+    for s in kept:  # what changes a value in place would not run: say so
+        if s not in run and s.changes & values:
+            return (f"code cell {s.cell}, line {s.node.lineno}: it changes "
+                    f"{', '.join(sorted(s.changes & values))} in place")
+    kept = run
     roots = {}  # name bound by an import -> module it names
     for s in kept:
         if isinstance(s.node, (ast.Import, ast.ImportFrom)):

@@ -215,7 +215,7 @@ def kernel_definition(notebook, names):
 
     try:
         found, _ = extract.statements(notebook["cells"])
-        return extract.kernel_only(extract.binding(extract.needed(found, names), names))
+        return extract.kernel_only(extract.needed(found, names), names)
     except (RecursionError, MemoryError, ValueError):
         return "its code is too deeply nested for the grader to read"
 

@@ -1,0 +1,147 @@
+"""What the grader runs of a notebook for one exercise (kernels.grading.extract): the
+statements its names need, nothing else; which kernels are made by Numba alone; and
+what an answer's code reaches."""
+
+import textwrap
+
+import pytest
+
+from kernels.grading import extract
+
+
+def cells(*sources):
+    return [{"cell_type": "code", "source": textwrap.dedent(s)} for s in sources]
+
+
+def kept_source(names, *sources):
+    found, _ = extract.statements(cells(*sources))
+    return [extract.ast.unparse(s.node) for s in extract.needed(found, names)]
+
+
+def test_the_names_need_their_imports_definitions_and_values_transitively():
+    kept = kept_source(["saxpy_kernel"], """
+        import numpy as np
+        import os
+        from numba import cuda
+        SCALE = 2
+        OTHER = 3
+        """, """
+        @cuda.jit(device=True)
+        def twice(v):
+            return v * SCALE
+
+        @cuda.jit
+        def saxpy_kernel(a, x, y, out):
+            for i in range(cuda.grid(1), out.size, cuda.gridsize(1)):
+                out[i] = twice(a * x[i]) + y[i]
+        """)
+    assert kept[0] == "from numba import cuda" and "SCALE = 2" in kept
+    assert any(k.startswith("@cuda.jit(device=True)\ndef twice") for k in kept)
+    assert not any("os" in k or "OTHER" in k or "numpy" in k for k in kept)
+
+
+def test_a_cell_of_tricks_and_the_notebook_s_own_tries_are_not_run():
+    kept = kept_source(["saxpy_kernel"], """
+        import sys
+        from numba import cuda
+        from kernels import checks
+        sys.setprofile(lambda *a: None)
+        """, """
+        @cuda.jit
+        def saxpy_kernel(a, x, y, out):
+            pass
+        """, "saxpy_kernel[4, 64](1.0, x, y, out)", "checks.saxpy(saxpy_kernel)",
+        "print(saxpy_kernel)", "print(saxpy_kernel[4, 64])")
+    assert kept == ["from numba import cuda",
+                    "@cuda.jit\ndef saxpy_kernel(a, x, y, out):\n    pass"]
+
+
+def test_what_changes_a_needed_object_in_place_is_run():
+    kept = kept_source(["f"], """
+        import types
+        module = types.ModuleType("m")
+        exec("def f(): return 1", module.__dict__)
+        table = [0] * 4
+        table[2] = 7
+        f = module.f
+        """)
+    assert 'exec(\'def f(): return 1\', module.__dict__)' in kept and "table[2] = 7" not in kept
+
+
+def test_the_last_definition_wins_as_in_the_notebook():
+    kept = kept_source(["k"], "def k(): return 1", "def k(): return 2")
+    assert len(kept) == 2 and kept[-1].endswith("return 2")
+
+
+@pytest.mark.parametrize("source", [
+    """
+    from numba import cuda, float32
+    import numpy as np
+    import math
+    from kernels.reduction import THREADS
+    TPB = 16
+    LIMIT = np.float32(math.pi) * 2
+    @cuda.jit(device=True, inline=True)
+    def helper(v):
+        return v
+    @cuda.jit("void(float32[:, ::1], float32[:, ::1])", fastmath=True)
+    def k(a, out):
+        tile = cuda.shared.array((TPB, TPB), float32)
+        out[0, 0] = helper(a[0, 0]) * LIMIT + THREADS
+    """,
+    """
+    import numba
+    def python_k(x):
+        x[0] = 1
+    k = numba.cuda.jit(python_k)
+    """,
+    """
+    from numba import cuda
+    k = cuda.jit("void(int32[::1])")(lambda_free := None) if False else None
+    """,
+])
+def test_kernels_made_by_numba_from_functions_and_values_are_kernel_only(source):
+    found, _ = extract.statements(cells(source))
+    assert (extract.kernel_only(extract.needed(found, ["k"]), ["k"]) == "") == (
+        "lambda_free" not in source)
+
+
+@pytest.mark.parametrize("source, why", [
+    ("from numba import cuda\ndef trick():\n    return cuda.jit\n@trick()\ndef k(x):\n"
+     "    pass\n", "k is made by trick()"),
+    ("class Fake:\n    pass\nk = Fake()\n", "a classdef statement runs code there"),
+    ("from numba import cuda\nimport numpy as np\nN = np.lib.format.pickle.loads(b'')\n"
+     "@cuda.jit\ndef k(x):\n    x[0] = N\n", "it computes np.lib.format.pickle.loads"),
+    ("from numba import cuda\nif True:\n    @cuda.jit\n    def k(x):\n        pass\n",
+     "a if statement"),
+    ("from numba import cuda\nimport os\n@cuda.jit\ndef k(x, y=os.system('true')):\n"
+     "    pass\n", "k is made by os.system"),
+    ("from numba import cuda\nG = {}\nG['a'] = 1\n@cuda.jit\ndef k(x):\n    x[0] = G\n",
+     "it changes G in place"),
+    ("from numba import cuda\nimport numpy as np\nT = np.zeros(4)\nnp.copyto(T, 1)\n"
+     "@cuda.jit\ndef k(x):\n    x[0] = T[0]\n", "it changes T in place"),
+])
+def test_a_kernel_whose_definition_runs_student_code_is_not(source, why):
+    found, _ = extract.statements(cells(source))
+    assert why in extract.kernel_only(extract.needed(found, ["k"]), ["k"])
+
+
+def test_reach_names_the_grader_s_modules_and_introspection():
+    found, _ = extract.statements(cells("""
+        import sys
+        import gc
+        def f(x):
+            from kernels.checks import core
+            sys.modules["kernels.grading.answers"]
+            return sys._getframe().f_back, gc.get_objects()
+        """))
+    grader, introspection = extract.reach(extract.needed(found, ["f"]))
+    assert grader == ["kernels.checks", "kernels.checks.core", "kernels.grading.answers"]
+    assert {"_getframe", "f_back", "gc", "get_objects"} <= set(introspection)
+
+
+def test_cells_that_do_not_parse_or_are_skipped_are_left_out():
+    found, sources = extract.statements(
+        cells("def k(:\n    pass", "k = 1") + [{"cell_type": "code", "source": "k = 2",
+                                                "metadata": {"tags": ["skip-execution"]}}])
+    assert [s.cell for s in found] == [2] and list(sources) == [2]
