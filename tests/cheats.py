@@ -271,7 +271,7 @@ HOST_TRICKS = {
 
 
 def _indent(body, prefix):
-    return textwrap.indent(body.strip("\n"), prefix)
+    return textwrap.indent(textwrap.dedent(body).strip("\n"), prefix)
 
 
 def kernel_cheat(body):

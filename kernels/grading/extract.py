@@ -17,6 +17,7 @@ each on its own, so one that fails does not stop the next.
 
 import ast
 import dataclasses
+import symtable
 
 from kernels import notebook_cells
 
@@ -31,8 +32,18 @@ class Statement:
 
 
 def _names_loaded(node):
-    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name)
-            and isinstance(n.ctx, ast.Load)}
+    """The global names a top-level statement reads when it runs or when the functions
+    it defines run (a function's own locals and parameters are not globals: Python's
+    symbol tables say which is which)."""
+    table = symtable.symtable(ast.unparse(node), "<statement>", "exec")
+    found = {s.get_name() for s in table.get_symbols() if s.is_referenced()}
+    tables = list(table.get_children())
+    while tables:
+        t = tables.pop()
+        found |= {s.get_name() for s in t.get_symbols() if s.is_global()
+                  and s.is_referenced()}
+        tables.extend(t.get_children())
+    return found
 
 
 def _root(node):
