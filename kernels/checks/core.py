@@ -49,6 +49,13 @@ def rng(seed):
     return np.random.default_rng(seed if SECRET is None else [SECRET, seed])
 
 
+def drawn_size(rng, low, high, block=32):
+    """A size of this run's own (the grading run's, under the grader) in [low, high],
+    that `block` does not divide: a case no earlier report printed."""
+    n = int(rng.integers(low, high))
+    return n + 1 if n % block == 0 else n
+
+
 def answer_step(step):
     """Mark step(subject, *args) as a part of a checker that runs beside the student's
     function, given plain arguments; it returns plain data (arrays, numbers, tuples)."""

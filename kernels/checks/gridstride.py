@@ -24,7 +24,7 @@ def saxpy(kernel):
     """Check kernel[blocks, threads](a, x, y, out) computes out = a*x + y (float32)."""
     rng = core.rng(2024)
     cases = []
-    for n in SIZES:
+    for n in SIZES + (core.drawn_size(rng, 2, 2000),):
         x = rng.standard_normal(n).astype(np.float32)
         y = rng.standard_normal(n).astype(np.float32)
         a = np.float32(rng.standard_normal())
@@ -64,7 +64,7 @@ def reverse_inplace(kernel):
     """Check kernel[blocks, threads](x) reverses an int32 array in place."""
     rng = core.rng(11)
     cases = []
-    for n in SIZES + (2, 1000):
+    for n in SIZES + (2, 1000, core.drawn_size(rng, 2, 2000)):
         x = rng.integers(-10**6, 10**6, n, dtype=np.int32)
         for blocks, threads in LAUNCHES:
             cases.append((f"n={n}, launched [{blocks}, {threads}]", (blocks, threads, x),

@@ -62,7 +62,7 @@ def histogram_256(fn):
     on the host) equal b, for all 256 byte values, as an array of 256 integers."""
     rng = core.rng(51)
     cases = [(f"{_bytes(n)} drawn from all 256 values", rng.integers(0, 256, n, dtype=np.uint8))
-             for n in SIZES]
+             for n in SIZES + (core.drawn_size(rng, 2, 5000),)]
     cases.append(("1,001 bytes all equal to 255 (the last bin)", np.full(1_001, 255, np.uint8)))
     cases.append(("4,099 bytes of text with UTF-8 letters", random_words(rng, 4_099)))
     few = rng.integers(0, 4, RACE_SIZE, dtype=np.uint8)  # many threads hit each bin
@@ -77,7 +77,8 @@ def word_length_histogram(fn):
     k = 1..30 and counts[31] = words of 31 letters or more (counts[0] = 0). A word is
     a maximal run of ASCII letters; `data` is uint8 text on the host."""
     rng = core.rng(52)
-    cases = [(f"{_bytes(n)} of random words", random_words(rng, n)) for n in SIZES]
+    cases = [(f"{_bytes(n)} of random words", random_words(rng, n))
+             for n in SIZES + (core.drawn_size(rng, 2, 5000),)]
     cases += [("a text that starts and ends inside a word", np.frombuffer(b"Hamlet to Ophelia",
                                                                            np.uint8)),
               ("one 50-letter word", np.full(50, ord("e"), np.uint8)),
@@ -94,7 +95,7 @@ def positions_of(fn):
     once, in any order (the checker sorts them). `data` is uint8 on the host."""
     rng = core.rng(53)
     cases = []
-    for n in SIZES:
+    for n in SIZES + (core.drawn_size(rng, 2, 5000),):
         data = random_words(rng, n)
         cases.append((f"spaces in {_bytes(n)} of random words", (data, ord(" "))))
     cases += [("a value that never occurs", (np.full(1_001, 7, np.uint8), 8)),

@@ -69,7 +69,8 @@ def tiled_transpose(kernel):
     out = a.T for a float32 a of shape rows x cols."""
     rng = core.rng(71)
     cases = []
-    for shape in TRANSPOSE_SHAPES:
+    drawn = (core.drawn_size(rng, 2, 40, 16), core.drawn_size(rng, 2, 40, 16))
+    for shape in TRANSPOSE_SHAPES + (drawn,):
         a = rng.standard_normal(shape).astype(np.float32)
         cases.append((f"a is {shape[0]} x {shape[1]}", a, a.T.copy()))
 
@@ -90,7 +91,8 @@ def tiled_matvec(kernel):
     matrix a and vector x."""
     rng = core.rng(73)
     cases = []
-    for m, n in MATVEC_SHAPES:
+    drawn = (core.drawn_size(rng, 2, 80, 64), core.drawn_size(rng, 2, 150, 64))
+    for m, n in MATVEC_SHAPES + (drawn,):
         a = rng.standard_normal((m, n)).astype(np.float32)
         x = rng.standard_normal(n).astype(np.float32)
         cases.append((f"a is {m} x {n}", (a, x), a.astype(np.float64) @ x))

@@ -27,7 +27,7 @@ def lock_sum_positive(fn):
     """Check fn(x) returns the sum of the positive values of a float32 array."""
     rng = core.rng(5)
     cases = []
-    for n in SIZES:
+    for n in SIZES + (core.drawn_size(rng, 2, 2000),):
         x = rng.standard_normal(n).astype(np.float32)
         cases.append((f"n={n}, mixed signs", x))
     cases.append(("n=1001, all negative: every block has nothing to add",
@@ -62,7 +62,7 @@ def lock_argmax(fn):
     """Check fn(x) returns (largest value, index of its first occurrence)."""
     rng = core.rng(8)
     cases = []
-    for n in SIZES:
+    for n in SIZES + (core.drawn_size(rng, 2, 2000),):
         cases.append((f"n={n}, distinct values", rng.standard_normal(n).astype(np.float32)))
     n = SIZES[-1]
     cases.append((f"n={n}, many ties: values 0..4 (the first 4 must win)",

@@ -42,12 +42,17 @@ def _race(fn, x):
     return races.host(fn, (x, blocks), f"n={n}, blocks={blocks}")
 
 
+def _launches(rng):
+    """LAUNCHES and one of this run's own: (n, 2 blocks)."""
+    return LAUNCHES + ((core.drawn_size(rng, 2, 3000), 2),)
+
+
 def mean_variance(fn):
     """Check fn(x, blocks) returns [mean, variance] (population, as np.var) of float32 x."""
     rng = core.rng(31)
     cases = []
-    for (n, blocks), (mean, std) in zip(LAUNCHES, [(3, 2), (-5, 1), (100, 1), (3, 2),
-                                                   (100, 1), (0, 1)]):
+    spreads = [(3, 2), (-5, 1), (100, 1), (3, 2), (100, 1), (0, 1)][:len(LAUNCHES)]
+    for (n, blocks), (mean, std) in zip(_launches(rng), spreads + [(-2, 3)]):
         x = rng.normal(mean, std, n).astype(np.float32)
         expected = np.array([x.mean(dtype=np.float64), x.var(dtype=np.float64)])
         cases.append((f"n={n:,}, mean {mean}, standard deviation {std}, blocks={blocks}",
@@ -61,7 +66,7 @@ def argmax(fn):
     """Check fn(x, blocks) returns the index of the first maximum of int32 x (np.argmax)."""
     rng = core.rng(37)
     cases = []
-    for n, blocks in LAUNCHES:
+    for n, blocks in _launches(rng):
         x = rng.integers(-2**31, 2**31, n, dtype=np.int64).astype(np.int32)
         cases.append((f"n={n:,}, random int32, blocks={blocks}", (x, blocks), np.argmax(x)))
     n, blocks = LAUNCHES[-1]
@@ -93,7 +98,7 @@ def kahan_sum(fn):
     """Check fn(x, blocks) sums float64 x with compensation (against math.fsum)."""
     rng = core.rng(41)
     cases = []
-    for n, blocks in LAUNCHES:
+    for n, blocks in _launches(rng):
         x = rng.standard_normal(n) * 10.0 ** rng.integers(-8, 8, n)
         cases.append((f"n={n:,}, magnitudes 1e-8 to 1e8, blocks={blocks}", (x, blocks),
                       math.fsum(x)))
@@ -110,7 +115,7 @@ def topk(fn):
     """Check fn(x, blocks) returns the 10 largest values of int32 x, largest first."""
     rng = core.rng(43)
     cases = []
-    for n, blocks in ((TOPK, 1),) + LAUNCHES[1:]:
+    for n, blocks in ((TOPK, 1),) + _launches(rng)[1:]:
         x = rng.integers(-2**31, 2**31, n, dtype=np.int64).astype(np.int32)
         cases.append((f"n={n:,}, random int32, blocks={blocks}", (x, blocks),
                       np.sort(x)[::-1][:TOPK]))

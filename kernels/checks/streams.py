@@ -45,7 +45,7 @@ def _host(values):
 def _cases(rng, settings):
     """(description, (a, b, *setting), a + b) for every size and each setting."""
     cases = []
-    for n in SIZES:
+    for n in SIZES + (core.drawn_size(rng, 17, 2000),):
         a = rng.integers(-2**30, 2**30, n, dtype=np.int32)
         b = rng.integers(-2**30, 2**30, n, dtype=np.int32)
         for setting, label in settings(n):
