@@ -5,6 +5,9 @@ single thread ([1, 1]) and grids smaller and larger than the data, on sizes that
 not divide the block size: a grid-stride kernel must be right for all of them. The
 arrays are in device memory, each output inside a poisoned guard band (DeviceOutput).
 A failure gets a line from the tracer (kernels.checks.hints) on what the threads did.
+Each kernel is also traced once at a small launch: it fails on a race, or when one
+thread does far more than its share of the writes (a loop run by one thread, or a
+stride that leaves the other blocks idle), which no result would show.
 """
 
 import numpy as np
@@ -18,6 +21,8 @@ __all__ = ["saxpy", "clip_2d", "reverse_inplace"]
 SIZES = (1, 17, 1001) if SIMULATOR else (1, 17, 1001, 1_000_003)
 LAUNCHES = ((1, 1), (3, 7), (4, 64))
 LAUNCHES_2D = (((1, 1), (1, 1)), ((2, 3), (8, 4)))
+# The traced case: races, and whether the threads share the work (kernels.checks.races)
+RACE_LAUNCH, RACE_LAUNCH_2D, RACE_SIZE = (2, 8), ((2, 2), (4, 4)), 37
 
 
 def saxpy(kernel):
@@ -37,8 +42,11 @@ def saxpy(kernel):
         return kernel, (blocks, threads), (a, x, y, np.full_like(x, np.nan)), 3
 
     run = launched_on_device(launch, "out")
-
-    return hints.attach(run_cases("saxpy", cases, run), cases, launch, gridstride=True)
+    x, y = rng.standard_normal((2, RACE_SIZE)).astype(np.float32)
+    race = races.kernel(kernel, RACE_LAUNCH, (np.float32(2), x, y, np.full_like(x, np.nan)),
+                        f"{list(RACE_LAUNCH)} on n={RACE_SIZE}", shared=3)
+    return hints.attach(run_cases("saxpy", cases, run, race=race), cases, launch,
+                        gridstride=True)
 
 
 def clip_2d(kernel):
@@ -56,8 +64,11 @@ def clip_2d(kernel):
         return kernel, (blocks, threads), (x, -1.0, 1.0, np.full_like(x, np.nan)), 3
 
     run = launched_on_device(launch, "out")
-
-    return hints.attach(run_cases("clip_2d", cases, run), cases, launch, gridstride=True)
+    x = rng.standard_normal((9, 13)) * 3
+    race = races.kernel(kernel, RACE_LAUNCH_2D, (x, -1.0, 1.0, np.full_like(x, np.nan)),
+                        "blocks (2, 2) of threads (4, 4) on a 9 x 13 array", shared=3)
+    return hints.attach(run_cases("clip_2d", cases, run, race=race), cases, launch,
+                        gridstride=True)
 
 
 def reverse_inplace(kernel):
@@ -76,7 +87,8 @@ def reverse_inplace(kernel):
 
     run = launched_on_device(launch, "x")
     # in place: two threads touching one element is a race
-    race = races.kernel(kernel, (2, 8), (rng.integers(-10**6, 10**6, 37, dtype=np.int32),),
-                        "[2, 8] on n=37")
+    race = races.kernel(kernel, RACE_LAUNCH, (rng.integers(-10**6, 10**6, RACE_SIZE,
+                                                          dtype=np.int32),),
+                        f"{list(RACE_LAUNCH)} on n={RACE_SIZE}", shared=0)
     return hints.attach(run_cases("reverse_inplace", cases, run, race=race), cases, launch,
                         gridstride=True, every_element=False)

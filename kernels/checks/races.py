@@ -13,6 +13,7 @@ ends the check: the other cases would pass there whatever a GPU gives. On a GPU 
 runs last, after the cases a race may have made fail.
 """
 
+import collections
 import functools
 import types
 
@@ -40,11 +41,13 @@ def host(fn, args, launch, via=None):
                              via and core.step_name(via))
 
 
-def kernel(kernel, configuration, args, launch=None):
-    """The race case for kernel[configuration](*args), for run_cases(race=)."""
+def kernel(kernel, configuration, args, launch=None, shared=None):
+    """The race case for kernel[configuration](*args), for run_cases(race=). With
+    `shared` (the position of the output among args), the case also fails unless the
+    threads share the writes of that output (kernels.checks.races.unshared)."""
     blocks, threads = configuration[:2]
     return functools.partial(_case_of, kernel, traced_launch,
-                             launch or f"[{blocks}, {threads}]", configuration, args)
+                             launch or f"[{blocks}, {threads}]", configuration, args, shared)
 
 
 def _case_of(subject, step, *args):
@@ -62,9 +65,13 @@ def traced_call(fn, launch, args, via=None):
 
 
 @core.answer_step
-def traced_launch(kernel, launch, configuration, args):
+def traced_launch(kernel, launch, configuration, args, shared=None):
     """The race case's fields for kernel[configuration](*args), traced."""
-    return _case(launch, trace.launch, kernel, configuration, *args)
+    output = None
+    if shared is not None:
+        arrays = [i for i, a in enumerate(args) if isinstance(a, np.ndarray) and a.ndim > 0]
+        output = arrays.index(shared)
+    return _case(launch, trace.launch, kernel, configuration, *args, shared=output)
 
 
 def _travel(fn):
@@ -78,7 +85,7 @@ def _travel(fn):
         return fn  # the tracer says why it cannot send it
 
 
-def _case(launch, tracer, *args, input_bytes=0):
+def _case(launch, tracer, *args, input_bytes=0, shared=None):
     """(description, passed, detail, always shown[, what the grader could not check]) of
     the race case, or None. With
     `input_bytes`, the traced kernels must also have read at least that many distinct
@@ -102,6 +109,9 @@ def _case(launch, tracer, *args, input_bytes=0):
                 f"{type(err).__name__}: {_first_line(err)}", True)
     found = trace.races(t) + trace.stream_races(t)
     if not found:
+        alone = unshared(t, shared) if shared is not None else ""
+        if alone:
+            return (f"the threads share the work, traced at {launch}", False, alone, True)
         read = _bytes_read(t)
         if read >= input_bytes:
             return description, True, "", False
@@ -119,6 +129,27 @@ def _case(launch, tracer, *args, input_bytes=0):
     picture = diagrams.text(t, found[0])  # lines of diagrams.WIDTH, indented as the detail
     return description, False, detail + "".join(
         f"\n{INDENT}{line}" for line in picture.splitlines()), True
+
+
+def unshared(t, position):
+    """Why the threads did not share the writes of array argument number `position` of
+    the traced launch (one thread wrote far more than its share), or ""."""
+    launch = t.launch()
+    name = list(n for n, a in launch.arrays.items() if a["space"] == "global")[position]
+    per_thread = collections.Counter(
+        (a.block, a.thread) for a in launch.of(name, ("write", "atomic")))
+    threads = int(np.prod(launch.grid)) * launch.threads_per_block
+    total = sum(per_thread.values())
+    share = -(-total // threads)  # each thread's share, rounded up
+    most = max(per_thread.values(), default=0)
+    if threads < 2 or most <= 2 * share + 1:
+        return ""
+    busiest, _ = per_thread.most_common(1)[0]
+    who = next(a for a in launch.of(name, ("write", "atomic"))
+               if (a.block, a.thread) == busiest).who()
+    return (f"{who} made {most} of the {total} writes to {name}, with {threads} threads "
+            f"launched (a share is about {share}): the work must be spread over the grid, "
+            "each thread taking every gridsize-th element, as a grid-stride loop does")
 
 
 def _bytes_read(t):
