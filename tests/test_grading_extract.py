@@ -99,8 +99,31 @@ def test_the_last_definition_wins_as_in_the_notebook():
     from numba import cuda
     k = cuda.jit("void(int32[::1])")(lambda_free := None) if False else None
     """,
+    """
+    try:
+        from numba import cuda
+    except ImportError:
+        cuda = None
+    import numba.cuda
+    import numpy as np
+    from kernels import checks
+    BIG = float("inf")
+    STEP = 1
+    STEP *= 2
+    ONE = np.array([1.0])
+    TILE = 4
+    @numba.cuda.jit(fastmath=True)
+    def k(x):
+        x[0] = min(BIG, ONE[0] * STEP * TILE)
+    print(checks.saxpy(k))
+    report = checks.clip_2d(k)
+    print("check", ONE.sum())
+    a = np.arange(TILE * TILE, dtype=np.float32).reshape(TILE, TILE)
+    k.forall(a.size)(a)
+    """,
 ])
 def test_kernels_made_by_numba_from_functions_and_values_are_kernel_only(source):
+    """Styles students write (and the book's own exercise cells) load as kernels only."""
     found, _ = extract.statements(cells(source))
     assert (extract.kernel_only(extract.needed(found, ["k"]), ["k"]) == "") == (
         "lambda_free" not in source)
@@ -112,13 +135,15 @@ def test_kernels_made_by_numba_from_functions_and_values_are_kernel_only(source)
     ("class Fake:\n    pass\nk = Fake()\n", "a classdef statement runs code there"),
     ("from numba import cuda\nimport numpy as np\nN = np.lib.format.pickle.loads(b'')\n"
      "@cuda.jit\ndef k(x):\n    x[0] = N\n", "it computes np.lib.format.pickle.loads"),
-    ("from numba import cuda\nif True:\n    @cuda.jit\n    def k(x):\n        pass\n",
-     "a if statement"),
+    ("from numba import cuda\nimport os\nif os.system('true'):\n    @cuda.jit\n"
+     "    def k(x):\n        pass\n", "it tests os.system('true')"),
+    ("def float(x):\n    return 1.0\nfrom numba import cuda\nBIG = float('inf')\n"
+     "@cuda.jit\ndef k(x):\n    x[0] = BIG\n", "it computes float('inf')"),
     ("from numba import cuda\nimport os\n@cuda.jit\ndef k(x, y=os.system('true')):\n"
      "    pass\n", "k is made by os.system"),
     ("from numba import cuda\nG = {}\nG['a'] = 1\n@cuda.jit\ndef k(x):\n    x[0] = G\n",
      "it changes G in place"),
-    ("from numba import cuda\nimport numpy as np\nT = np.zeros(4)\nnp.copyto(T, 1)\n"
+    ("from numba import cuda\nimport numpy as np\nT = np.zeros(4)\nT[1:] = 1\n"
      "@cuda.jit\ndef k(x):\n    x[0] = T[0]\n", "it changes T in place"),
 ])
 def test_a_kernel_whose_definition_runs_student_code_is_not(source, why):
@@ -135,13 +160,26 @@ def test_reach_names_the_grader_s_modules_and_introspection():
             sys.modules["kernels.grading.answers"]
             return sys._getframe().f_back, gc.get_objects()
         """))
-    grader, introspection = extract.reach(extract.needed(found, ["f"]))
+    grader, introspection, flags = extract.reach(extract.needed(found, ["f"]))
     assert grader == ["kernels.checks", "kernels.checks.core", "kernels.grading.answers"]
     assert {"_getframe", "f_back", "gc", "get_objects"} <= set(introspection)
+    assert flags == []
+
+
+@pytest.mark.parametrize("source", [
+    "from numba.core.config import ENABLE_CUDASIM\ndef f(x):\n    return ENABLE_CUDASIM",
+    "from kernels import SIMULATOR\ndef f(x):\n    return SIMULATOR",
+    "import numba\ndef f(x):\n    return numba.config.ENABLE_CUDASIM",
+    "import os\ndef f(x):\n    return os.environ['NUMBA_ENABLE_CUDASIM']",
+    "from numba import cuda\ndef f(x):\n    return cuda.simulator",
+])
+def test_an_answer_that_asks_whether_it_runs_on_the_simulator_is_found(source):
+    found, _ = extract.statements(cells(source))
+    assert extract.reach(extract.needed(found, ["f"]))[2]
 
 
 def test_cells_that_do_not_parse_or_are_skipped_are_left_out():
     found, sources = extract.statements(
-        cells("def k(:\n    pass", "k = 1") + [{"cell_type": "code", "source": "k = 2",
+        cells("def k(:\n    pass", "k = 1", "def h(a, a):\n    pass") + [{"cell_type": "code", "source": "k = 2",
                                                 "metadata": {"tags": ["skip-execution"]}}])
     assert [s.cell for s in found] == [2] and list(sources) == [2]

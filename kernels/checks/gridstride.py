@@ -21,8 +21,19 @@ __all__ = ["saxpy", "clip_2d", "reverse_inplace"]
 SIZES = (1, 17, 1001) if SIMULATOR else (1, 17, 1001, 1_000_003)
 LAUNCHES = ((1, 1), (3, 7), (4, 64))
 LAUNCHES_2D = (((1, 1), (1, 1)), ((2, 3), (8, 4)))
-# The traced case: races, and whether the threads share the work (kernels.checks.races)
-RACE_LAUNCH, RACE_LAUNCH_2D, RACE_SIZE = (2, 8), ((2, 2), (4, 4)), 37
+
+
+def _traced_launch(rng):
+    """The traced case's launch and size, drawn: races, and whether the threads share
+    the work (kernels.checks.races), at a launch no kernel can single out."""
+    return (int(rng.integers(2, 4)), int(rng.integers(5, 10))), core.drawn_size(rng, 30, 60, 8)
+
+
+def _traced_launch_2d(rng):
+    blocks = (int(rng.integers(1, 3)), int(rng.integers(2, 4)))
+    threads = (int(rng.integers(3, 6)), int(rng.integers(3, 6)))
+    shape = (core.drawn_size(rng, 7, 13, 4), core.drawn_size(rng, 9, 17, 4))
+    return (blocks, threads), shape
 
 
 def saxpy(kernel):
@@ -42,9 +53,10 @@ def saxpy(kernel):
         return kernel, (blocks, threads), (a, x, y, np.full_like(x, np.nan)), 3
 
     run = launched_on_device(launch, "out")
-    x, y = rng.standard_normal((2, RACE_SIZE)).astype(np.float32)
-    race = races.kernel(kernel, RACE_LAUNCH, (np.float32(2), x, y, np.full_like(x, np.nan)),
-                        f"{list(RACE_LAUNCH)} on n={RACE_SIZE}", shared=3)
+    traced, n = _traced_launch(rng)
+    x, y = rng.standard_normal((2, n)).astype(np.float32)
+    race = races.kernel(kernel, traced, (np.float32(2), x, y, np.full_like(x, np.nan)),
+                        f"{list(traced)} on n={n}", shared=3)
     return hints.attach(run_cases("saxpy", cases, run, race=race), cases, launch,
                         gridstride=True)
 
@@ -64,9 +76,11 @@ def clip_2d(kernel):
         return kernel, (blocks, threads), (x, -1.0, 1.0, np.full_like(x, np.nan)), 3
 
     run = launched_on_device(launch, "out")
-    x = rng.standard_normal((9, 13)) * 3
-    race = races.kernel(kernel, RACE_LAUNCH_2D, (x, -1.0, 1.0, np.full_like(x, np.nan)),
-                        "blocks (2, 2) of threads (4, 4) on a 9 x 13 array", shared=3)
+    traced, shape = _traced_launch_2d(rng)
+    x = rng.standard_normal(shape) * 3
+    race = races.kernel(kernel, traced, (x, -1.0, 1.0, np.full_like(x, np.nan)),
+                        f"blocks {traced[0]} of threads {traced[1]} on a "
+                        f"{shape[0]} x {shape[1]} array", shared=3)
     return hints.attach(run_cases("clip_2d", cases, run, race=race), cases, launch,
                         gridstride=True)
 
@@ -87,8 +101,8 @@ def reverse_inplace(kernel):
 
     run = launched_on_device(launch, "x")
     # in place: two threads touching one element is a race
-    race = races.kernel(kernel, RACE_LAUNCH, (rng.integers(-10**6, 10**6, RACE_SIZE,
-                                                          dtype=np.int32),),
-                        f"{list(RACE_LAUNCH)} on n={RACE_SIZE}", shared=0)
+    traced, n = _traced_launch(rng)
+    race = races.kernel(kernel, traced, (rng.integers(-10**6, 10**6, n, dtype=np.int32),),
+                        f"{list(traced)} on n={n}", shared=0)
     return hints.attach(run_cases("reverse_inplace", cases, run, race=race), cases, launch,
                         gridstride=True, every_element=False)

@@ -29,6 +29,7 @@ class Statement:
     binds: set
     reads: set
     changes: set  # names whose objects the statement may change without rebinding them
+    assigns: set  # of those, the names it assigns into (table[i] = v, obj.attr = v)
 
 
 def _names_loaded(node):
@@ -83,17 +84,17 @@ READ_ONLY_CALLS = {"print", "len", "repr", "str", "type", "isinstance", "id", "h
 
 
 def _changed(node):
-    """Names whose objects a statement may change in place: targets of item or attribute
+    """(names whose objects a statement may change in place: targets of item or attribute
     assignment and what is stored there, receivers of method calls, and names handed
-    directly to a call."""
-    found = set()
+    directly to a call; the first of these alone)."""
+    found, assigned = set(), set()
     for n in ast.walk(node):
         if isinstance(n, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Delete)):
             targets = n.targets if isinstance(n, (ast.Assign, ast.Delete)) else [n.target]
             for t in targets:
                 for part in ast.walk(t):
                     if isinstance(part, (ast.Attribute, ast.Subscript)) and _root(part):
-                        found.add(_root(part))
+                        assigned.add(_root(part))
                         value = getattr(n, "value", None)  # stored into something
                         if isinstance(value, (ast.Name, ast.Attribute)) and _root(value):
                             found.add(_root(value))
@@ -106,7 +107,7 @@ def _changed(node):
                     arg = arg.value
                 if isinstance(arg, (ast.Name, ast.Attribute)) and _root(arg):
                     found.add(_root(arg))
-    return found
+    return found | assigned, assigned
 
 
 def statements(cells):
@@ -126,14 +127,14 @@ def statements(cells):
         code, _ = notebook_cells.plain_python(text)
         if code is None:
             continue
-        try:
+        try:  # a cell Python would not compile (symbol tables find more than the parser)
             tree = ast.parse(code, f"<code cell {number}>")
-        except (SyntaxError, ValueError):
+            cell_statements = [Statement(node, number, _bound(node), _names_loaded(node),
+                                         *_changed(node)) for node in tree.body]
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
             continue
         sources[number] = code
-        for node in tree.body:
-            found.append(Statement(node, number, _bound(node), _names_loaded(node),
-                                   _changed(node)))
+        found += cell_statements
     return found, sources
 
 
@@ -147,14 +148,19 @@ INTROSPECTION = {"_current_frames", "_getframe", "f_locals", "f_globals", "f_bac
                  "inspect"}
 
 
+# What tells the simulator from a GPU: an answer that asks runs one branch on the
+# simulator and another on a GPU, and the simulator can grade only its own.
+SIMULATOR_FLAGS = {"ENABLE_CUDASIM", "NUMBA_ENABLE_CUDASIM", "SIMULATOR", "simulator",
+                   "is_available", "FakeCUDAKernel", "FakeCUDAArray"}
+
+
 def _checker_call(node):
-    """True for a top-level `checks.<name>(...)`: the notebook's own try of a checker,
-    which the answer's process does not need (and where it would check nothing)."""
-    call = node.value if isinstance(node, ast.Expr) else None
-    if not isinstance(call, ast.Call) or not isinstance(call.func, ast.Attribute):
-        return False
-    chain = _dotted(call.func.value)
-    return chain in ("checks", "kernels.checks")
+    """True for a statement that calls a checker (`print(checks.saxpy(saxpy_kernel))`,
+    `report = checks.topk(topk)`): the notebook's own try, which the answer's process
+    does not need (and where it would check nothing)."""
+    return any(isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
+               and _dotted(n.func.value) in ("checks", "kernels.checks")
+               for n in ast.walk(node))
 
 
 def _dotted(node):
@@ -168,9 +174,9 @@ def _dotted(node):
 
 
 def reach(kept):
-    """(grader modules, introspection names) that the kept statements name, functions'
-    bodies included: what an answer's code reaches beyond its exercise."""
-    grader, introspection = set(), set()
+    """(grader modules, introspection names, simulator flags) that the kept statements
+    name, functions' bodies included: what an answer's code reaches beyond its exercise."""
+    grader, introspection, flags = set(), set(), set()
     for s in kept:
         for n in ast.walk(s.node):
             modules = []
@@ -188,11 +194,16 @@ def reach(kept):
                 n, ast.Attribute) else None
             if name in INTROSPECTION:
                 introspection.add(name)
+            if name in SIMULATOR_FLAGS or isinstance(n, ast.Constant) and n.value in (
+                    "NUMBA_ENABLE_CUDASIM",):
+                flags.add(name or n.value)
+            if isinstance(n, (ast.Import, ast.ImportFrom)):
+                flags |= {a.name for a in n.names} & SIMULATOR_FLAGS
             if isinstance(n, (ast.Import, ast.ImportFrom)):
                 introspection |= {a.name.split(".")[0] for a in n.names} & INTROSPECTION
                 if isinstance(n, ast.ImportFrom) and n.module in INTROSPECTION:
                     introspection.add(n.module)
-    return sorted(grader), sorted(introspection)
+    return sorted(grader), sorted(introspection), sorted(flags)
 
 
 # Calls a constant may make: NumPy's number types and array makers, math's functions,
@@ -213,103 +224,128 @@ def kernel_only(kept, names):
     imported = set().union(*(r.binds for r in run
                              if isinstance(r.node, (ast.Import, ast.ImportFrom))))
     values = set().union(*(s.reads for s in kept)) - set(names) - imported
-    for s in kept:  # what changes a value in place would not run: say so
-        if s not in run and s.changes & values:
+    for s in kept:  # what assigns into a value would not run: say so
+        if s not in run and s.assigns & values:
             return (f"code cell {s.cell}, line {s.node.lineno}: it changes "
-                    f"{', '.join(sorted(s.changes & values))} in place")
+                    f"{', '.join(sorted(s.assigns & values))} in place")
     kept = run
     roots = {}  # name bound by an import -> module it names
     for s in kept:
-        if isinstance(s.node, (ast.Import, ast.ImportFrom)):
-            for alias in s.node.names:
-                module = (f"{s.node.module}.{alias.name}" if isinstance(s.node, ast.ImportFrom)
-                          else alias.name)
-                roots[alias.asname or alias.name.split(".")[0]] = module
+        for node in ast.walk(s.node):
+            if isinstance(node, ast.ImportFrom):
+                roots.update({a.asname or a.name: f"{node.module}.{a.name}"
+                              for a in node.names})
+            elif isinstance(node, ast.Import):  # import numba.cuda binds numba
+                roots.update({a.asname or a.name.split(".")[0]:
+                              a.name if a.asname else a.name.split(".")[0]
+                              for a in node.names})
+    check = _KernelOnly(roots, set().union(*(s.binds for s in kept)))
     for s in kept:
-        why = _not_kernel_only(s.node, roots)
+        why = check.statement(s.node)
         if why:
             return f"code cell {s.cell}, line {s.node.lineno}: {why}"
     return ""
 
 
-def _not_kernel_only(node, roots):
-    if isinstance(node, (ast.Import, ast.ImportFrom)):  # runs the libraries' code only
-        return "a relative import" if getattr(node, "level", 0) else ""
-    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-        arguments = [*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs,
-                     *filter(None, (node.args.vararg, node.args.kwarg))]
-        values = [*node.args.defaults, *node.args.kw_defaults, node.returns,
-                  *(a.annotation for a in arguments)]
-        for expr in [*node.decorator_list, *filter(None, values)]:
-            if not (_is_jit(expr, roots) or _plain(expr, roots)):
-                return f"{node.name} is made by {ast.unparse(expr)[:60]}, not by cuda.jit"
-        return ""
-    if isinstance(node, (ast.Assign, ast.AnnAssign)):
-        targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-        if not all(isinstance(t, (ast.Name, ast.Tuple)) for t in targets):
-            return f"it assigns into {ast.unparse(targets[0])[:60]}"
-        if node.value is not None and not _plain(node.value, roots):
-            return f"it computes {ast.unparse(node.value)[:60]}"
-        return ""
-    return f"a {type(node).__name__.lower()} statement runs code there"
+# Builtins that make a value and run nothing else, where the notebook does not rebind them
+BUILTIN_MAKERS = {"float", "int", "bool", "complex", "abs", "min", "max", "round", "range",
+                  "tuple", "len", "pow", "divmod", "slice"}
 
 
-def _is_jit(expr, roots):
-    """cuda.jit, numba.cuda.jit, numba.njit, jit: bare, or called with plain values."""
-    if isinstance(expr, ast.Call):
-        return _is_jit(expr.func, roots) and _plain_call_args(expr, roots)
-    dotted = _dotted(expr) or ""
-    head, _, rest = dotted.partition(".")
-    module = roots.get(head, head if head not in roots else "")
-    full = f"{module}.{rest}" if rest else module
-    return full in ("numba.cuda.jit", "numba.jit", "numba.njit")
+class _KernelOnly:
+    """Whether statements run no code of the student's, given the names imports bind
+    (roots: name -> module) and every name the kept statements bind."""
 
+    def __init__(self, roots, bound):
+        self.roots, self.bound = roots, bound
 
-def _plain_call_args(call, roots):
-    return all(_plain(a.value if isinstance(a, ast.Starred) else a, roots)
-               for a in [*call.args, *(k.value for k in call.keywords)])
+    def statement(self, node):
+        """Why `node` runs code of the student's, or ""."""
+        if isinstance(node, (ast.Import, ast.ImportFrom)):  # runs the libraries' code only
+            return "a relative import" if getattr(node, "level", 0) else ""
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            arguments = [*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs,
+                         *filter(None, (node.args.vararg, node.args.kwarg))]
+            values = [*node.args.defaults, *node.args.kw_defaults, node.returns,
+                      *(a.annotation for a in arguments)]
+            for expr in [*node.decorator_list, *filter(None, values)]:
+                if not (self.is_jit(expr) or self.plain(expr)):
+                    return f"{node.name} is made by {ast.unparse(expr)[:60]}, not by cuda.jit"
+            return ""
+        if isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            if not all(isinstance(t, (ast.Name, ast.Tuple)) for t in targets):
+                return f"it assigns into {ast.unparse(targets[0])[:60]}"
+            if node.value is not None and not self.plain(node.value):
+                return f"it computes {ast.unparse(node.value)[:60]}"
+            return ""
+        if isinstance(node, (ast.If, ast.Try)):  # try: from numba import cuda ...
+            tests = ([node.test] if isinstance(node, ast.If) else
+                     [h.type for h in node.handlers if h.type is not None])
+            if not all(self.plain(t) for t in tests):
+                return f"it tests {ast.unparse(tests[0])[:60]}"
+            body = [*node.body, *node.orelse, *getattr(node, "finalbody", []),
+                    *(n for h in getattr(node, "handlers", []) for n in h.body)]
+            return next(filter(None, map(self.statement, body)), "")
+        if isinstance(node, ast.Pass):
+            return ""
+        return f"a {type(node).__name__.lower()} statement runs code there"
 
+    def module_of(self, expr):
+        """The full dotted name `expr` names through the imports ("" if none)."""
+        head, _, rest = (_dotted(expr) or "").partition(".")
+        module = self.roots.get(head, "")
+        return f"{module}.{rest}" if module and rest else module
 
-def _plain(expr, roots):
-    """A value that runs no code of the student's: literals, names, arithmetic, and
-    calls of NumPy's makers, math's functions, Numba's types and jit."""
-    if isinstance(expr, ast.Constant):
-        return True
-    if isinstance(expr, ast.Name):
-        return not expr.id.startswith("__")
-    if isinstance(expr, ast.Attribute):
-        return (not expr.attr.startswith("_") and isinstance(expr.value, (ast.Name,
-                ast.Attribute)) and _dotted(expr) is not None
-                and _dotted(expr).split(".")[0] in roots)
-    if isinstance(expr, (ast.Tuple, ast.List, ast.Set)):
-        return all(_plain(e, roots) for e in expr.elts)
-    if isinstance(expr, ast.Dict):
-        return all(_plain(e, roots) for e in [*expr.keys, *expr.values] if e is not None)
-    if isinstance(expr, ast.BinOp):
-        return _plain(expr.left, roots) and _plain(expr.right, roots)
-    if isinstance(expr, ast.UnaryOp):
-        return _plain(expr.operand, roots)
-    if isinstance(expr, (ast.BoolOp, ast.Compare)):
-        parts = expr.values if isinstance(expr, ast.BoolOp) else [expr.left, *expr.comparators]
-        return all(_plain(e, roots) for e in parts)
-    if isinstance(expr, ast.IfExp):
-        return all(_plain(e, roots) for e in (expr.test, expr.body, expr.orelse))
-    if isinstance(expr, ast.Subscript):  # float32[:, ::1], a table's element
-        return _plain(expr.value, roots) and _plain(expr.slice, roots)
-    if isinstance(expr, ast.Slice):
-        return all(e is None or _plain(e, roots) for e in (expr.lower, expr.upper, expr.step))
-    if isinstance(expr, ast.Call):
-        if _is_jit(expr.func, roots) or _is_jit(expr, roots):  # cuda.jit(f), cuda.jit(s)(f)
-            return _plain_call_args(expr, roots)
-        dotted = _dotted(expr.func) or ""
-        head, _, rest = dotted.partition(".")
-        module = roots.get(head, "")
-        full = f"{module}.{rest}" if rest else module
-        owner, _, name = full.rpartition(".")
-        maker = (owner in ("numba", "numba.types", "numba.cuda", "math", "cmath")
-                 or owner == "numpy" and name in NUMPY_MAKERS)
-        return maker and not name.startswith("_") and _plain_call_args(expr, roots)
-    return False
+    def is_jit(self, expr):
+        """cuda.jit, numba.cuda.jit, numba.njit, jit: bare, or called with plain values."""
+        if isinstance(expr, ast.Call):
+            return self.is_jit(expr.func) and self.plain_arguments(expr)
+        return self.module_of(expr) in ("numba.cuda.jit", "numba.jit", "numba.njit")
+
+    def plain_arguments(self, call):
+        return all(self.plain(a.value if isinstance(a, ast.Starred) else a)
+                   for a in [*call.args, *(k.value for k in call.keywords)])
+
+    def plain(self, expr):
+        """A value that runs no code of the student's: literals, names, arithmetic, and
+        calls of NumPy's makers, math's functions, Numba's types and jit, and builtins
+        that make values."""
+        if isinstance(expr, ast.Constant):
+            return True
+        if isinstance(expr, ast.Name):
+            return not expr.id.startswith("__")
+        if isinstance(expr, ast.Attribute):
+            return (not expr.attr.startswith("_") and _dotted(expr) is not None
+                    and _dotted(expr).split(".")[0] in self.roots)
+        if isinstance(expr, (ast.Tuple, ast.List, ast.Set)):
+            return all(map(self.plain, expr.elts))
+        if isinstance(expr, ast.Dict):
+            return all(self.plain(e) for e in [*expr.keys, *expr.values] if e is not None)
+        if isinstance(expr, ast.BinOp):
+            return self.plain(expr.left) and self.plain(expr.right)
+        if isinstance(expr, ast.UnaryOp):
+            return self.plain(expr.operand)
+        if isinstance(expr, (ast.BoolOp, ast.Compare)):
+            parts = (expr.values if isinstance(expr, ast.BoolOp)
+                     else [expr.left, *expr.comparators])
+            return all(map(self.plain, parts))
+        if isinstance(expr, ast.IfExp):
+            return all(map(self.plain, (expr.test, expr.body, expr.orelse)))
+        if isinstance(expr, ast.Subscript):  # float32[:, ::1], a table's element
+            return self.plain(expr.value) and self.plain(expr.slice)
+        if isinstance(expr, ast.Slice):
+            return all(e is None or self.plain(e) for e in (expr.lower, expr.upper, expr.step))
+        if isinstance(expr, ast.Call):
+            if self.is_jit(expr.func) or self.is_jit(expr):  # cuda.jit(f), cuda.jit(s)(f)
+                return self.plain_arguments(expr)
+            owner, _, name = self.module_of(expr.func).rpartition(".")
+            maker = (owner in ("numba", "numba.types", "numba.cuda", "math", "cmath")
+                     or owner == "numpy" and name in NUMPY_MAKERS
+                     or isinstance(expr.func, ast.Name) and expr.func.id in BUILTIN_MAKERS
+                     and expr.func.id not in self.bound | set(self.roots))
+            return bool(maker) and not name.startswith("_") and self.plain_arguments(expr)
+        return False
 
 
 def binding(kept, names):
@@ -334,7 +370,8 @@ def needed(found, names):
                 continue
             binds = s.binds & wanted or ("*" in s.binds)
             if binds or (isinstance(s.node, (ast.Expr, ast.Assign, ast.AugAssign,
-                                             ast.AnnAssign)) and s.changes & wanted - imported):
+                                             ast.AnnAssign))
+                         and s.changes & wanted - imported - set(names)):
                 keep.add(i)
                 new = s.reads - wanted
                 if new:

@@ -216,7 +216,7 @@ def kernel_definition(notebook, names):
     try:
         found, _ = extract.statements(notebook["cells"])
         return extract.kernel_only(extract.needed(found, names), names)
-    except (RecursionError, MemoryError, ValueError):
+    except (RecursionError, MemoryError, ValueError, SyntaxError):
         return "its code is too deeply nested for the grader to read"
 
 
@@ -231,11 +231,14 @@ def inspect_answer(notebook, names):
 
     try:
         found, _ = extract.statements(notebook["cells"])
-        grader, introspection = extract.reach(extract.needed(found, names))
-    except (RecursionError, MemoryError, ValueError):
+        grader, introspection, flags = extract.reach(extract.needed(found, names))
+    except (RecursionError, MemoryError, ValueError, SyntaxError):
         return "its code is too deeply nested for the grader to read", ""
     blocked = (f"its code uses the grader's own modules ({', '.join(grader)}), which no "
-               "answer needs" if grader else "")
+               "answer needs" if grader else
+               f"its code asks whether it runs on the simulator ({', '.join(flags)}): the "
+               "simulator would grade only its simulator branch, and a GPU runs the "
+               "other" if flags else "")
     review = (f"its code uses {', '.join(introspection)}, which answers rarely need"
               if introspection else "")
     return blocked, review
