@@ -27,7 +27,7 @@ from kernels.checks import registry
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 KINDS = ("correct", "buggy", "host", "empty")
-HOSTILE_TIMEOUT_S = 30  # the infinite loop and the hung kernel cost a part of this
+HOSTILE_TIMEOUT_S = 60  # the infinite loop and the hung kernel cost a part of this
 
 
 def grade(paths, out, *options, timeout=900, env=None):

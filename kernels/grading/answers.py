@@ -36,6 +36,16 @@ MAX_MESSAGE = 2000  # characters of an error's message sent back
 CERTIFY = "certify"  # for a kernel: compile it for a GPU, where Numba targets one
 
 
+def time_limits(seconds):
+    """The checkers' time limits under the grader, from its budget for one check: a
+    case's, and a trace's (tracing is slower). The judge sets the same ones."""
+    from kernels.checks import core, hints, races
+
+    core.TIME_LIMIT_S = min(core.TIME_LIMIT_S, seconds)
+    races.TIME_LIMIT_S = min(races.TIME_LIMIT_S, 2 * seconds)
+    hints.TRACE_TIME_LIMIT_S = min(hints.TRACE_TIME_LIMIT_S, seconds)
+
+
 def load(notebook, names, kernel_only=False):
     """A namespace with the notebook's statements that `names` need, run in order;
     and the errors of those that raised, as lines. With `kernel_only`, only the
@@ -110,6 +120,7 @@ def main():
     from kernels.grading import channel, submissions
 
     core.DEFERRED = True  # a checker call the notebook makes returns at once
+    time_limits(job["check_seconds"])
     reader = channel.Reader(requests)
     namespace = None
     while True:

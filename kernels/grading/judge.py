@@ -29,7 +29,7 @@ from kernels.checks import core, launches
 from kernels.grading import answers, channel
 
 MAX_REPORT_CHARS = 20_000
-STEP_MARGIN_S = 30.0  # beyond the checkers' own limits, for a reply to come back
+STEP_MARGIN_S = 10.0  # beyond the checkers' own limits, for a reply to come back
 ANSWER = ("import json, site, sys; paths = json.loads(sys.argv[2]); "
           "sys.path[:] = [sys.argv[1]] + paths; [site.addsitedir(p) for p in paths]; "
           "from kernels.grading.answers import main; main()")
@@ -61,8 +61,8 @@ class Answer(core.Elsewhere):
     replies from). A step that does not reply within its time ends the process; the
     next step starts a fresh one."""
 
-    def __init__(self, start, names):
-        self.start, self.names = start, names
+    def __init__(self, start, names, sandboxed=False):
+        self.start, self.names, self.sandboxed = start, names, sandboxed
         self.lock = threading.Lock()
         self.proc = None
         self.loaded = None
@@ -74,9 +74,11 @@ class Answer(core.Elsewhere):
 
     def close(self):
         """End the answer process (without waiting for a step under way)."""
+        from kernels.grading import runner
+
         proc = self.proc
         if proc is not None:
-            _kill(proc)
+            runner.kill_sandbox(proc) if self.sandboxed else runner.kill_group(proc)
             for fd in (self.requests, self.reader.fd):
                 try:
                     os.close(fd)
@@ -152,18 +154,6 @@ def _ended(proc):
     return f"exit status {code}"
 
 
-def _kill(proc):
-    if proc.poll() is None:
-        try:
-            os.killpg(proc.pid, 9)
-        except (ProcessLookupError, PermissionError):
-            proc.kill()
-    try:
-        proc.wait(timeout=30)
-    except subprocess.TimeoutExpired:
-        pass
-
-
 def starter(job):
     """A start() for Answer: a fresh answer process for `job` (the runner's: its folder,
     sandbox, limits, environment), in the sandbox where there is one."""
@@ -177,6 +167,7 @@ def starter(job):
         reply_read, reply_write = os.pipe()
         command = [sys.executable, "-I", "-c", ANSWER]
         task = {"names": job["names"], "kernel_only": job["kernel_only"],
+                "check_seconds": job["check_seconds"],
                 "requests": request_read, "replies": reply_write}
         if box is None:
             argv = command + [os.path.join(folder, "package"), json.dumps(job["paths"])]
@@ -298,7 +289,7 @@ def main():
 
     job = json.loads(sys.stdin.readline())
     core.SECRET = secrets.randbits(128)  # this grading run's cases: known here only
-    core.TIME_LIMIT_S = min(core.TIME_LIMIT_S, job["check_seconds"])
+    answers.time_limits(job["check_seconds"])
     from kernels.checks import registry
 
     from kernels.grading import submissions
@@ -316,8 +307,9 @@ def main():
                              "out before this exercise", "the grader's time limit ran out")
         else:
             task = dict(job, names=list(exercise.names), kernel_only=exercise.kernel)
-            answer = Answer(starter(task), exercise.names)
-            certifier = (Answer(starter(dict(task, gpu_target=True)), exercise.names)
+            answer = Answer(starter(task), exercise.names, job["sandboxed"])
+            certifier = (Answer(starter(dict(task, gpu_target=True)), exercise.names,
+                                job["sandboxed"])
                          if exercise.kernel and kernels.SIMULATOR else None)
             try:
                 result = check(exercise, answer, notebook, certifier)

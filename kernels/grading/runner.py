@@ -159,9 +159,9 @@ def run_worker(folder, seconds, box=None):
         except subprocess.TimeoutExpired:
             stopped = f"it ran past the time limit of {seconds:.0f} s"
         if box is None:
-            _kill_group(proc)
+            kill_group(proc)
         else:
-            _kill_sandbox(proc)
+            kill_sandbox(proc)
         if stopped is None and proc.returncode:
             stopped = _exit_reason(proc.returncode, box is not None)
         reader.join(timeout=5)
@@ -195,7 +195,7 @@ def finish_judge(proc, seconds):
         proc.wait(timeout=max(seconds, 1))
     except subprocess.TimeoutExpired:
         stopped = f"the grader's time limit of the notebook ran out"
-    _kill_group(proc)
+    kill_group(proc)
     reader.join(timeout=5)
     if stopped is None and proc.returncode:
         stopped = f"the grader's judge failed ({_exit_reason(proc.returncode)})"
@@ -206,7 +206,7 @@ def _worker_command(package_path):
     return [sys.executable, "-I", "-c", WORKER, str(package_path), json.dumps(library_paths())]
 
 
-def _kill_sandbox(proc):
+def kill_sandbox(proc):
     """End the sandbox: its init (bwrap's child, the PID namespace's first process) takes
     every process of the namespace with it, and bwrap exits once they are all gone."""
     if proc.poll() is None:
@@ -237,7 +237,7 @@ def _children(pid):
     return found
 
 
-def _kill_group(proc):
+def kill_group(proc):
     """The worker and anything the notebook started, whatever state they are in."""
     try:
         os.killpg(proc.pid, signal.SIGKILL)
