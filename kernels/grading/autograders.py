@@ -46,8 +46,10 @@ cp /autograder/grades/results.json /autograder/results/results.json
 
 
 def requirements():
-    """What the grader needs, numba-cuda pinned to the version this package runs with."""
-    return "\n".join([f"numba-cuda=={importlib.metadata.version('numba-cuda')}",
+    """What the grader needs, numba-cuda pinned to the version this package runs with,
+    with its CUDA compiler (the grader compiles each kernel answer for a GPU, even on the
+    simulator: kernels.grading.judge)."""
+    return "\n".join([f"numba-cuda[cu13]=={importlib.metadata.version('numba-cuda')}",
                       "numpy>=1.24,<2.5", "matplotlib", "requests", "tqdm", ""])
 
 
@@ -115,7 +117,7 @@ jobs:
         with:
           python-version: "3.11"
       - name: Install the course's package (the student edition has no solutions)
-        run: pip install "{spec}" "numba-cuda=={importlib.metadata.version('numba-cuda')}"
+        run: pip install "{spec}" "numba-cuda[cu13]=={importlib.metadata.version('numba-cuda')}"
       - name: Grade {notebook}
         env:
           NUMBA_ENABLE_CUDASIM: "1"

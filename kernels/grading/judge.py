@@ -29,6 +29,11 @@ from kernels.checks import core, launches
 from kernels.grading import answers, channel
 
 MAX_REPORT_CHARS = 20_000
+# What compiling a kernel raises when the kernel is wrong (else the grader cannot compile)
+COMPILE_ERRORS = {"TypingError", "LoweringError", "UnsupportedError", "NumbaTypeError",
+                  "NumbaValueError", "NumbaNotImplementedError", "NumbaAttributeError",
+                  "TypeError", "ValueError", "NotImplementedError", "AttributeError",
+                  "NameError", "KeyError", "IndexError", "ZeroDivisionError"}
 STEP_MARGIN_S = 10.0  # beyond the checkers' own limits, for a reply to come back
 ANSWER = ("import json, site, sys; paths = json.loads(sys.argv[2]); "
           "sys.path[:] = [sys.argv[1]] + paths; [site.addsitedir(p) for p in paths]; "
@@ -256,6 +261,11 @@ def check(exercise, answer, notebook=None, certifier=None):
             if not missing:
                 certifier.run(answers.CERTIFY, (exercise.signature,))
         except (Raised, core.TimeLimitExceeded, AnswerEnded) as err:
+            if type(err).__name__ not in COMPILE_ERRORS:  # the grader's limit, not a bug
+                why = f"kernels could not be compiled for a GPU here ({type(err).__name__}: " \
+                      f"{str(err)[:300]})"
+                return False, (f"Not graded: {why}. Your instructor will look at your "
+                               f"`{name}`."), why
             return False, (f"{exercise.check_name}: your `{name}` does not compile for a GPU "
                            f"with the arguments the exercise gives it ({exercise.signature}): "
                            f"it raised {type(err).__name__}: {str(err)[:1500]}\nThe "
