@@ -141,8 +141,11 @@ def test_a_race_is_named_with_its_threads_and_element(rng):
     assert "both touch x[" in line and "(15 more elements like it)" in line
 
 
-def test_a_2d_miss_names_the_thread_that_owns_it():
-    (line,) = _tracer_lines(checks.clip_2d(clip_rows_by_column_stride_kernel))
+def test_a_2d_miss_names_the_thread_that_owns_it(rng):
+    # (the checker's traced case finds the rows written twice first: a race)
+    x = rng.standard_normal((17, 33))
+    line = hints.kernel_hint(clip_rows_by_column_stride_kernel, ((2, 3), (8, 4)),
+                             (x, -1.0, 1.0, np.full_like(x, np.nan)), 3, gridstride=True)
     # blocks (2, 3) x threads (8, 4): 16 x 12 threads; rows step by 16, not 12, so row 12
     # is never reached: it belongs to the thread at cuda.grid() = (0, 0).
     assert "out[12, 0]" in line and "cuda.grid() = 0, 0, which wrote out[0, 0]" in line
