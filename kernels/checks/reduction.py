@@ -44,7 +44,7 @@ def _race(fn, x):
 
 def _launches(rng):
     """LAUNCHES and one of this run's own: (n, 2 blocks)."""
-    return LAUNCHES + ((core.drawn_size(rng, 2, 3000), 2),)
+    return LAUNCHES + ((core.drawn_size(rng, 2, 700), 2),)
 
 
 def mean_variance(fn):

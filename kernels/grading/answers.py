@@ -10,9 +10,14 @@ This is the untrusted side of the grader's trust seam. kernels.grading.judge sta
    in a fresh namespace: never the whole notebook, so nothing the notebook did at top
    level for any other reason is here;
 3. answers the judge's requests, one frame each (kernels.grading.channel): a request
-   names a checker's answer step (kernels.checks.core.answer_step) and gives its plain
-   arguments (a case's inputs); the reply is the step's plain result, or the error it
-   raised, with the kernel launches it made (kernels.checks.launches).
+   names a checker's answer step (kernels.checks.core.answer_step), gives its plain
+   arguments (a case's inputs) and names the student's function it runs beside; the
+   reply is the step's plain result, or the error it raised, with the kernel launches
+   it made (kernels.checks.launches).
+
+One process answers one exercise, except that the kernel exercises of a notebook share
+one: their definitions run no code of the student's (kernels.grading.extract.
+kernel_only), so nothing one of them does at load can reach another.
 
 Nothing here knows a case's expected value, its tolerance, the list of cases, the
 grading run's secret, which exercise's label it answers or how the judge reports:
@@ -125,7 +130,9 @@ def main():
     namespace = None
     while True:
         try:
-            name, args = reader.read()
+            name, args, subject = reader.read()
+            if subject not in job["names"]:
+                break
         except (EOFError, channel.ChannelError, ValueError, TypeError):
             break
         before = launches.counts()
@@ -135,10 +142,10 @@ def main():
                                          job.get("kernel_only", False))
                 reply = ("ok", ([n for n in job["names"] if n not in namespace], errors))
             elif name == CERTIFY:
-                reply = ("ok", certify(namespace[job["names"][0]], *args))
+                reply = ("ok", certify(namespace[subject], *args))
             else:
                 step = core.STEPS[name]
-                reply = ("ok", _host(step(namespace[job["names"][0]], *args)))
+                reply = ("ok", _host(step(namespace[subject], *args)))
         except BaseException as err:  # the student's code raised
             reply = ("error", type(err).__name__, str(err)[:MAX_MESSAGE])
         made = launches.counts() - before

@@ -22,6 +22,7 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 
@@ -72,10 +73,25 @@ class Answer(core.Elsewhere):
         self.proc = None
         self.loaded = None
 
-    def _open(self):
+    def begin(self):
+        """Start the process and ask it to load the answer, without waiting: processes
+        start and import while the judge is busy with the exercise before."""
+        with self.lock:
+            if self.proc is None:
+                self._start()
+        return self
+
+    def _start(self):
         self.proc, self.requests, replies = self.start()
         self.reader = channel.Reader(replies)
-        self.loaded = self._ask("load", (), deadline=max(core.TIME_LIMIT_S, 60.0))
+        self.loaded = None
+        self._send(answers.LOAD, (), self.names[0])
+
+    def _open(self):
+        if self.proc is None or self.proc.poll() is not None:
+            self._start()
+        if self.loaded is None:
+            self.loaded = self._reply(max(core.TIME_LIMIT_S, 60.0))
 
     def close(self):
         """End the answer process (without waiting for a step under way)."""
@@ -93,23 +109,32 @@ class Answer(core.Elsewhere):
     def missing(self):
         """([names the notebook does not define], [errors of the statements they need])."""
         with self.lock:
-            if self.proc is None:
-                self._open()
+            self._open()
             missing, errors = self.loaded
             return [str(n) for n in missing], [str(e) for e in errors]
 
-    def run(self, name, args):
+    def run(self, name, args, subject=None):
+        """Run step `name` with `args` beside `subject` (a name the process loaded;
+        default: the first)."""
         from kernels.checks import races
 
         with self.lock:
-            if self.proc is None or self.proc.poll() is not None:
-                self._open()
-            seconds = max(core.TIME_LIMIT_S, races.TIME_LIMIT_S) + STEP_MARGIN_S
-            return self._ask(name, args, seconds)
+            self._open()
+            self._send(name, args, subject or self.names[0])
+            return self._reply(max(core.TIME_LIMIT_S, races.TIME_LIMIT_S) + STEP_MARGIN_S)
 
-    def _ask(self, name, args, deadline):
+    def of(self, names):
+        """The stand-in for the function names[0], in this (shared) process."""
+        return Subject(self, names)
+
+    def _send(self, name, args, subject):
         try:
-            channel.write(self.requests, (name, tuple(args)))
+            channel.write(self.requests, (name, tuple(args), subject))
+        except OSError:  # it ended: the reply says how
+            pass
+
+    def _reply(self, deadline):
+        try:
             reply = self.reader.read(time.monotonic() + deadline)
         except TimeoutError:
             self.close()
@@ -141,6 +166,22 @@ class Answer(core.Elsewhere):
         if reply[0] == "error":
             raise _raised(reply[1], reply[2])
         return reply[1]
+
+
+class Subject(core.Elsewhere):
+    """One exercise's function in a process that answers for several (a notebook's
+    kernels): its steps run beside names[0], and it is missing what the process lacks
+    of its own names."""
+
+    def __init__(self, answer, names):
+        self.answer, self.names = answer, list(names)
+
+    def run(self, name, args):
+        return self.answer.run(name, args, self.names[0])
+
+    def missing(self):
+        missing, errors = self.answer.missing()
+        return [n for n in missing if n in self.names], errors
 
 
 def _ended(proc):
@@ -176,8 +217,10 @@ def starter(job):
                 "requests": request_read, "replies": reply_write}
         if box is None:
             argv = command + [os.path.join(folder, "package"), json.dumps(job["paths"])]
-            scratch = os.path.join(folder, "scratch")
-            task.update(notebook=os.path.join(folder, "submission.ipynb"), scratch=scratch)
+            scratch = tempfile.mkdtemp(prefix="answers-", dir=folder)  # its own
+            os.chmod(scratch, 0o1777)
+            task.update(notebook=os.path.join(folder, "submission.ipynb"), scratch=scratch,
+                        user=runner.unprivileged_user())
             cwd = scratch
         else:
             argv, user = box.command(command + [sandbox.PACKAGE, json.dumps(job["paths"])],
@@ -186,7 +229,6 @@ def starter(job):
                         limits={"processes": box.limits.processes,
                                 "memory": box.limits.memory})
             scratch, cwd = sandbox.SCRATCH, folder
-        os.makedirs(os.path.join(folder, "scratch"), exist_ok=True)
         env = runner.environment(scratch)
         if job.get("gpu_target"):  # Numba compiles for a GPU there (none need be present)
             env["NUMBA_ENABLE_CUDASIM"] = "0"
@@ -295,8 +337,12 @@ def check(exercise, answer, notebook=None, certifier=None):
 
 
 def main():
+    import ctypes
     import secrets
 
+    # Not dumpable: no other process of this user (a student's, where there is no
+    # sandbox) may read or write this process's memory, or trace it.
+    ctypes.CDLL(None).prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE
     job = json.loads(sys.stdin.readline())
     core.SECRET = secrets.randbits(128)  # this grading run's cases: known here only
     answers.time_limits(job["check_seconds"])
@@ -310,20 +356,47 @@ def main():
     import kernels
 
     out.write(json.dumps({"device": kernels.device()["name"]}) + "\n")
-    for label in job["labels"]:
-        exercise = registry.EXERCISES[label]
-        if time.monotonic() > deadline - 1:
-            result = (False, "not graded: the grader's time limit for this notebook ran "
-                             "out before this exercise", "the grader's time limit ran out")
+    def processes(names, kernel_only):  # (answer, certifier or None), started
+        task = dict(job, names=list(names), kernel_only=kernel_only)
+        certify = kernel_only and kernels.SIMULATOR
+        return (Answer(starter(task), names, job["sandboxed"]).begin(),
+                Answer(starter(dict(task, gpu_target=True)), names,
+                       job["sandboxed"]).begin() if certify else None)
+
+    exercises = [registry.EXERCISES[label] for label in job["labels"]]
+    # The kernels whose definitions run no code of the student's share one process
+    # (and one to compile them): the others get a fresh one each, started one ahead.
+    shareable = [ex for ex in exercises
+                 if ex.kernel and not kernel_definition(notebook, ex.names)
+                 and not inspect_answer(notebook, ex.names)[0]]
+    names = [n for ex in shareable for n in ex.names]
+    shared = (processes(names, True) if shareable
+              and not kernel_definition(notebook, names) else None)
+    own = [ex for ex in exercises if shared is None or ex not in shareable]
+    started = {}
+
+    def start_own(index):  # the next exercise of its own's processes, started
+        if index < len(own) and own[index].label not in started:
+            started[own[index].label] = processes(own[index].names, own[index].kernel)
+
+    start_own(0)
+    for exercise in exercises:
+        label = exercise.label
+        if shared is not None and exercise in shareable:
+            answer, certifier = (p and p.of(exercise.names) for p in shared)
         else:
-            task = dict(job, names=list(exercise.names), kernel_only=exercise.kernel)
-            answer = Answer(starter(task), exercise.names, job["sandboxed"])
-            certifier = (Answer(starter(dict(task, gpu_target=True)), exercise.names,
-                                job["sandboxed"])
-                         if exercise.kernel and kernels.SIMULATOR else None)
-            try:
+            start_own(own.index(exercise))
+            start_own(own.index(exercise) + 1)  # it loads while this one is checked
+            answer, certifier = started.pop(label)
+        try:
+            if time.monotonic() > deadline - 1:
+                result = (False, "not graded: the grader's time limit for this notebook "
+                                 "ran out before this exercise",
+                          "the grader's time limit ran out")
+            else:
                 result = check(exercise, answer, notebook, certifier)
-            finally:
+        finally:
+            if not isinstance(answer, Subject):
                 answer.close()
                 if certifier is not None:
                     certifier.close()
@@ -331,6 +404,9 @@ def main():
         out.write(json.dumps({"label": label, "passed": bool(passed), "report": report,
                               "flag": flag}) + "\n")
         out.flush()
+    for process in shared or ():
+        if process is not None:
+            process.close()
 
 
 if __name__ == "__main__":

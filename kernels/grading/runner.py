@@ -1,14 +1,14 @@
 """Grade submissions in parallel, each with processes of its own, and collect results.
 
 Each submission gets a private temporary folder (a fresh solution-free copy of the
-package and the notebook) and two jobs, run at the same time:
+package and the notebook) and two jobs, one after the other:
 
-* the notebook, top to bottom, in a worker (kernels.grading.worker) in the sandbox, for
-  the notes in the student's feedback (a cell that raised, the time limit); nothing it
-  does or says changes the grade;
 * the judge (kernels.grading.judge), outside the sandbox and from the grader's own
   package, which checks each exercise against an answer process of its own
-  (kernels.grading.answers, in the sandbox) and prints the verdicts.
+  (kernels.grading.answers, in the sandbox) and prints the verdicts;
+* the notebook, top to bottom, in a worker (kernels.grading.worker) in the sandbox, for
+  the notes in the student's feedback (a cell that raised, the time limit); nothing it
+  does or says changes the grade.
 
 With a sandbox (kernels.grading.sandbox) the student's code runs in bwrap, sees only
 the package copy, the notebook and the Python installation, and has a tmpfs of its own;
@@ -21,9 +21,11 @@ import concurrent.futures
 import dataclasses
 import json
 import os
+import random
 import secrets
 import shutil
 import signal
+import stat
 import subprocess
 import sys
 import tempfile
@@ -34,7 +36,10 @@ import kernels
 from kernels.checks import registry
 from kernels.grading import package, sandbox, submissions
 
-NOTEBOOK_SHARE = 0.6  # of the time limit, for running the cells (the judge runs meanwhile)
+# Of the time limit, for checking the exercises; the notebook's run for notes then has
+# the rest. One after the other: two simulator processes on one core slow each other
+# far more than they take apart, and grade_all already keeps every core busy.
+JUDGE_SHARE = 0.7
 MAX_CHANNEL_BYTES = 8 << 20
 PASSED_ENV = ("PATH", "LANG", "LC_ALL", "LD_LIBRARY_PATH", "CUDA_HOME", "CUDA_PATH",
               "CUDA_VISIBLE_DEVICES", "NUMBA_CUDA_DRIVER")
@@ -90,6 +95,30 @@ def plain_text(value):
     return str(value).encode("utf-8", "replace").decode("utf-8")
 
 
+def unprivileged_user():
+    """Without a sandbox, a user id for the student's processes when the grader runs as
+    root (Gradescope's containers): as root they could read or rewrite the judge's
+    memory; as another user they cannot. None where the grader is not root (the judge
+    then makes its memory unreadable to its own user: judge.main), or where another
+    user could not run this Python (an installation in root's home)."""
+    if os.geteuid() != 0 or not all(map(_open_to_all, [sys.prefix, sys.base_prefix,
+                                                        *library_paths()])):
+        return None
+    return random.SystemRandom().randrange(*sandbox.PRIVATE_UIDS)
+
+
+def _open_to_all(path):
+    """True if any user may read folder `path` and pass through every folder above it."""
+    path = os.path.realpath(path)
+    if not os.stat(path).st_mode & stat.S_IROTH:
+        return False
+    while path != os.path.dirname(path):
+        if not os.stat(path).st_mode & stat.S_IXOTH:
+            return False
+        path = os.path.dirname(path)
+    return True
+
+
 def environment(scratch):
     env = {k: os.environ[k] for k in PASSED_ENV if k in os.environ}
     home = os.path.join(scratch, "home")
@@ -127,8 +156,8 @@ def run_worker(folder, seconds, box=None):
     job = {"nonce": nonce, "seconds": seconds}
     if box is None:
         scratch = os.path.join(folder, "scratch")
-        os.makedirs(scratch, exist_ok=True)
-        job.update(notebook=os.path.join(folder, "submission.ipynb"), scratch=scratch)
+        job.update(notebook=os.path.join(folder, "submission.ipynb"), scratch=scratch,
+                   user=unprivileged_user())
         argv = _worker_command(os.path.join(folder, "package"))
     else:
         scratch = sandbox.SCRATCH
@@ -275,11 +304,15 @@ def grade(submission, package_files, timeout, box=None):
     try:
         package.write(package_files, os.path.join(folder, "package"))
         shutil.copyfile(submission.path, os.path.join(folder, "submission.ipynb"))
-        if box is not None and box.as_root:
+        if box is None or box.as_root:  # the student's processes run as another user
             sandbox.readable(folder)
-        judge = start_judge(folder, labels, timeout, box)
-        messages, problems, stopped = run_worker(folder, timeout * NOTEBOOK_SHARE, box)
-        verdicts, judge_stopped = finish_judge(judge, timeout - (time.monotonic() - start))
+        if box is None:
+            os.makedirs(os.path.join(folder, "scratch"))
+            os.chmod(os.path.join(folder, "scratch"), 0o1777)
+        judge = start_judge(folder, labels, timeout * JUDGE_SHARE, box)
+        verdicts, judge_stopped = finish_judge(judge, timeout * JUDGE_SHARE + 5)
+        messages, problems, stopped = run_worker(
+            folder, max(timeout - (time.monotonic() - start) - 5, 1), box)
     finally:
         shutil.rmtree(folder, ignore_errors=True)
     for m in messages:
