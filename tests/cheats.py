@@ -12,17 +12,8 @@ correct mean_variance (1 point).
 
 import textwrap
 
+from hostile import SAXPY
 from planted import module_cell, notebook, solution_source
-
-SAXPY = '''\
-from numba import cuda
-
-
-@cuda.jit
-def saxpy_kernel(a, x, y, out):
-    for i in range(cuda.grid(1), out.size, cuda.gridsize(1)):
-        out[i] = a * x[i] + y[i]
-'''
 
 KERNEL_CHEAT = '''\
 from numba import cuda

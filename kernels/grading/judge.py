@@ -246,19 +246,16 @@ def starter(job):
     return start
 
 
-def kernel_definition(notebook, names):
+def kernel_definition(found, names):
     """Why the definition of a kernel exercise's names runs code of the student's (a
-    decorator of their own, a computed value), or "": kernels.grading.extract.kernel_only."""
+    decorator of their own, a computed value), or "": kernels.grading.extract.kernel_only.
+    `found`: the notebook's statements (kernels.grading.extract.statements)."""
     from kernels.grading import extract
 
-    try:
-        found, _ = extract.statements(notebook["cells"])
-        return extract.kernel_only(extract.needed(found, names), names)
-    except (RecursionError, MemoryError, ValueError, SyntaxError):
-        return "its code is too deeply nested for the grader to read"
+    return extract.kernel_only(extract.needed(found, names), names)
 
 
-def inspect_answer(notebook, names):
+def inspect_answer(found, names):
     """(why the answer is not graded automatically, or "";
         what it reaches that an instructor should see, or ""), read from its code (parsed,
     never run here). An answer whose code reaches into the grader's own modules can
@@ -267,11 +264,7 @@ def inspect_answer(notebook, names):
     hooks, imports by computed name) is reported for review."""
     from kernels.grading import extract
 
-    try:
-        found, _ = extract.statements(notebook["cells"])
-        grader, introspection, flags = extract.reach(extract.needed(found, names))
-    except (RecursionError, MemoryError, ValueError, SyntaxError):
-        return "its code is too deeply nested for the grader to read", ""
+    grader, introspection, flags = extract.reach(extract.needed(found, names))
     blocked = (f"its code uses the grader's own modules ({', '.join(grader)}), which no "
                "answer needs" if grader else
                f"its code asks whether it runs on the simulator ({', '.join(flags)}): the "
@@ -282,15 +275,16 @@ def inspect_answer(notebook, names):
     return blocked, review
 
 
-def check(exercise, answer, notebook=None, certifier=None):
-    """(passed, report, flag) of `exercise` for the student's `answer`; a kernel's is
-    first compiled for a GPU by `certifier` (an Answer whose process targets a GPU)."""
+def check(exercise, answer, found=None, certifier=None):
+    """(passed, report, flag) of `exercise` for the student's `answer`, whose notebook
+    has the statements `found` (read here, never run); a kernel is first compiled for a
+    GPU by `certifier` (an Answer whose process targets a GPU)."""
     from kernels import checks
 
     name = exercise.names[0]
-    blocked, review = inspect_answer(notebook, exercise.names) if notebook else ("", "")
-    if exercise.kernel and notebook and not blocked:
-        if why := kernel_definition(notebook, exercise.names):
+    blocked, review = inspect_answer(found, exercise.names) if found else ("", "")
+    if exercise.kernel and found and not blocked:
+        if why := kernel_definition(found, exercise.names):
             blocked = (f"the definition of `{name}` runs code of yours when it is loaded "
                        f"({why}); a kernel is checked only when it is made by @cuda.jit "
                        "(or cuda.jit(...)) from functions and plain values")
@@ -300,9 +294,10 @@ def check(exercise, answer, notebook=None, certifier=None):
     if certifier is not None:
         try:
             missing, _ = certifier.missing()
-            if not missing:
-                certifier.run(answers.CERTIFY, (exercise.signature,))
-        except (Raised, core.TimeLimitExceeded, AnswerEnded) as err:
+            if missing:  # the answer process says more (it loads the same statements)
+                raise NameError(f"{missing[0]} is not defined where Numba targets a GPU")
+            certifier.run(answers.CERTIFY, (exercise.signature,))
+        except Exception as err:  # fail closed: a kernel that was not compiled is not run
             if type(err).__name__ not in COMPILE_ERRORS:  # the grader's limit, not a bug
                 why = f"kernels could not be compiled for a GPU here ({type(err).__name__}: " \
                       f"{str(err)[:300]})"
@@ -348,9 +343,10 @@ def main():
     answers.time_limits(job["check_seconds"])
     from kernels.checks import registry
 
-    from kernels.grading import submissions
+    from kernels.grading import extract, submissions
 
-    notebook = submissions.read(os.path.join(job["folder"], "submission.ipynb"))
+    found, _ = extract.statements(
+        submissions.read(os.path.join(job["folder"], "submission.ipynb"))["cells"])
     deadline = time.monotonic() + job["seconds"]
     out = sys.stdout
     import kernels
@@ -367,11 +363,11 @@ def main():
     # The kernels whose definitions run no code of the student's share one process
     # (and one to compile them): the others get a fresh one each, started one ahead.
     shareable = [ex for ex in exercises
-                 if ex.kernel and not kernel_definition(notebook, ex.names)
-                 and not inspect_answer(notebook, ex.names)[0]]
+                 if ex.kernel and not kernel_definition(found, ex.names)
+                 and not inspect_answer(found, ex.names)[0]]
     names = [n for ex in shareable for n in ex.names]
     shared = (processes(names, True) if shareable
-              and not kernel_definition(notebook, names) else None)
+              and not kernel_definition(found, names) else None)
     own = [ex for ex in exercises if shared is None or ex not in shareable]
     started = {}
 
@@ -394,7 +390,7 @@ def main():
                                  "ran out before this exercise",
                           "the grader's time limit ran out")
             else:
-                result = check(exercise, answer, notebook, certifier)
+                result = check(exercise, answer, found, certifier)
         finally:
             if not isinstance(answer, Subject):
                 answer.close()
