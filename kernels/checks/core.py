@@ -188,6 +188,7 @@ class Case:
     detail: str
     always_shown: bool = False  # a detail no other case gives (the tracer's race): never elided
     grader_limit: str = ""  # why the grader could not check it: the instructor is told
+    hung: bool = False  # it was stopped at its time limit: the code may still be running
 
 
 @dataclasses.dataclass
@@ -195,6 +196,11 @@ class Report:
     exercise: str
     cases: list
     timed_out: bool = False  # a call never returned: its kernel may still hold the device
+
+    @property
+    def hung(self):
+        """A call or a trace never returned: the process that ran it is not clean."""
+        return self.timed_out or any(c.hung for c in self.cases)
 
     @property
     def passed(self):

@@ -91,8 +91,8 @@ def _travel(fn):
 
 
 def _case(launch, tracer, *args, input_bytes=0, shared=None):
-    """(description, passed, detail, always shown[, what the grader could not check]) of
-    the race case, or None. With
+    """(description, passed, detail, always shown[, what the grader could not check[,
+    hung]]) of the race case (core.Case's fields), or None. With
     `input_bytes`, the traced kernels must also have read at least that many distinct
     bytes of device memory: the first input's worth, so an answer whose kernels never
     read the data (an empty kernel, and the result computed on the host) fails."""
@@ -100,7 +100,7 @@ def _case(launch, tracer, *args, input_bytes=0, shared=None):
     try:
         t = core.call_with_time_limit(tracer, *args, seconds=TIME_LIMIT_S)
     except core.TimeLimitExceeded as err:
-        return description, False, f"under the tracer your code {err}", True
+        return description, False, f"under the tracer your code {err}", True, "", True
     except trace.NothingLaunched:
         return None  # nothing to trace: the launch rule fails such an answer
     except trace.TraceError as err:  # fail closed: a race case that cannot run fails

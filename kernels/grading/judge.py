@@ -94,10 +94,11 @@ class Answer(core.Elsewhere):
             self.loaded = self._reply(max(core.TIME_LIMIT_S, 60.0))
 
     def close(self):
-        """End the answer process (without waiting for a step under way)."""
+        """End the answer process (without waiting for a step under way); a later step
+        starts a fresh one."""
         from kernels.grading import runner
 
-        proc = self.proc
+        proc, self.proc = self.proc, None
         if proc is not None:
             runner.kill_sandbox(proc) if self.sandboxed else runner.kill_group(proc)
             for fd in (self.requests, self.reader.fd):
@@ -138,23 +139,19 @@ class Answer(core.Elsewhere):
             reply = self.reader.read(time.monotonic() + deadline)
         except TimeoutError:
             self.close()
-            self.proc = None
             raise core.TimeLimitExceeded(
                 f"did not finish within {deadline:.0f} s (its process was ended)") from None
         except (EOFError, OSError):
             why = _ended(self.proc)
             self.close()
-            self.proc = None
             raise AnswerEnded(f"the process running your code ended ({why})") from None
         except channel.ChannelError as err:
             self.close()
-            self.proc = None
             raise AnswerEnded(f"the process running your code sent back {err}") from None
         shape = {"ok": 3, "error": 4}
         if not (isinstance(reply, tuple) and reply and shape.get(reply[0]) == len(reply)
                 and isinstance(reply[-1], list)):
             self.close()
-            self.proc = None
             raise AnswerEnded("the process running your code sent back something else "
                               "than a reply")
         made = {}
@@ -182,6 +179,10 @@ class Subject(core.Elsewhere):
     def missing(self):
         missing, errors = self.answer.missing()
         return [n for n in missing if n in self.names], errors
+
+    def close(self):
+        """End the shared process: the next exercise starts a fresh one."""
+        self.answer.close()
 
 
 def _ended(proc):
@@ -328,6 +329,8 @@ def check(exercise, answer, found=None, certifier=None):
         return False, (f"The checker could not run your `{name}`: "
                        f"{type(err).__name__}: {err}"), ""
     flags = report.grader_limits + ([f"to review: {review}"] if review else [])
+    if report.hung:  # its process may still be running that code: no other exercise there
+        answer.close()
     return report.passed, str(report)[:MAX_REPORT_CHARS], "; ".join(flags)
 
 
