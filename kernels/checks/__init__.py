@@ -9,6 +9,11 @@ must launch a kernel the reader wrote (kernels.checks.launches): an answer compu
 the host, or by the course's own kernels and solutions, fails. Where threads, blocks
 or streams can conflict, the answer is also traced once at a small launch and fails
 on a race (kernels.checks.races), on the simulator too.
+
+Each checker is written in two halves (kernels.checks.core): the cases, references and
+comparison, and the answer steps that run beside the reader's function. In a notebook
+both run here; under the grader the first half runs in its judge and the steps in a
+process of their own, so that the reader's code never meets the comparison.
 """
 
 import importlib
