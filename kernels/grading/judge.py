@@ -292,10 +292,21 @@ def check(exercise, answer, found=None, certifier=None):
     if blocked:
         return False, (f"Not graded automatically: {blocked}. Your instructor will look at "
                        f"your `{name}`."), f"not graded: {blocked}"
+    try:
+        missing, errors = answer.missing()
+    except Exception as err:  # it ended, timed out, or sent back something else
+        return False, f"The grader could not load your `{name}`: {err}", \
+            "the answer process did not start"
+    if missing:
+        why = (" Running the statements it needs raised: " + "; ".join(errors[:3]) + "."
+               if errors else "")
+        return False, (f"Your notebook defines no `{missing[0]}`, a name the exercise asks "
+                       "for (check its spelling, and that it is defined at the top level "
+                       "of a cell: by a def, an import or an assignment)." + why), ""
     if certifier is not None:
         try:
             missing, _ = certifier.missing()
-            if missing:  # the answer process says more (it loads the same statements)
+            if missing:  # loaded in the answer's process, not where Numba targets a GPU
                 raise NameError(f"{missing[0]} is not defined where Numba targets a GPU")
             certifier.run(answers.CERTIFY, (exercise.signature,))
         except Exception as err:  # fail closed: a kernel that was not compiled is not run
@@ -310,17 +321,6 @@ def check(exercise, answer, found=None, certifier=None):
                            "simulator runs a kernel as Python; a GPU runs only what Numba "
                            "compiles: arithmetic, arrays and cuda.* calls, not NumPy's "
                            "functions or Python objects."), ""
-    try:
-        missing, errors = answer.missing()
-    except Exception as err:  # it ended, timed out, or sent back something else
-        return False, f"The grader could not load your `{name}`: {err}", \
-            "the answer process did not start"
-    if missing:
-        why = (" Running the statements it needs raised: " + "; ".join(errors[:3]) + "."
-               if errors else "")
-        return False, (f"Your notebook defines no `{missing[0]}`, a name the exercise asks "
-                       "for (check its spelling, and that it is defined at the top level "
-                       "of a cell: by a def, an import or an assignment)." + why), ""
     try:
         report = getattr(checks, exercise.check_name)(answer)
     except AnswerEnded as err:
