@@ -310,9 +310,10 @@ def grade(submission, package_files, timeout, box=None):
             os.makedirs(os.path.join(folder, "scratch"))
             os.chmod(os.path.join(folder, "scratch"), 0o1777)
         judge = start_judge(folder, labels, timeout * JUDGE_SHARE, box)
-        verdicts, judge_stopped = finish_judge(judge, timeout * JUDGE_SHARE + 5)
+        verdicts, judge_stopped = finish_judge(judge, timeout * JUDGE_SHARE + 2)
         messages, problems, stopped = run_worker(
-            folder, max(timeout - (time.monotonic() - start) - 5, 1), box)
+            folder, max(timeout - (time.monotonic() - start), timeout * (1 - JUDGE_SHARE)),
+            box)
     finally:
         shutil.rmtree(folder, ignore_errors=True)
     for m in messages:
