@@ -64,8 +64,7 @@ def load(notebook, names, kernel_only=False):
         filename = f"<code cell {number}>"
         linecache.cache[filename] = (len(code), None, code.splitlines(True), filename)
     errors = []
-    kept = extract.needed(found, names)
-    for statement in extract.binding(kept, names) if kernel_only else kept:
+    for statement in extract.needed(found, names, changes=not kernel_only):
         code = ast.Module(body=[statement.node], type_ignores=[])
         try:
             exec(compile(code, f"<code cell {statement.cell}>", "exec"), namespace)
@@ -81,12 +80,7 @@ def certify(kernel, signature):
     where Numba targets a GPU (none need be present). A kernel that compiles is device
     code: run on the simulator, it does only what a GPU could."""
     from numba import cuda
-    from numba.cuda import dispatcher
 
-    class NoDevice:  # a device function is compiled for "the current device"
-        compute_capability = (7, 5)
-
-    dispatcher.get_current_device = NoDevice
     function = getattr(kernel, "py_func", None)
     if function is None or kernel.targetoptions.get("device"):
         raise TypeError(f"{getattr(kernel, '__name__', type(kernel).__name__)} is not a "
@@ -100,6 +94,32 @@ def certify(kernel, signature):
                         f"{'' if takes == 1 else 's'}; the exercise launches it with "
                         f"{len(arguments)}")
     cuda.compile_ptx(function, signature, cc=(7, 5))
+
+
+def compile_without_device():
+    """Where Numba targets a GPU and there is none (the certifying process on the
+    simulator): compile for compute capability 7.5, Colab's T4, wherever Numba asks the
+    current device (a device function); and make every jit lazy, since compiling a
+    kernel with an eager signature also loads it onto a device. The kernel is then
+    compiled with the exercise's signature (certify)."""
+    from numba import cuda
+    from numba.core import sigutils
+    from numba.cuda import dispatcher
+
+    class NoDevice:
+        compute_capability = (7, 5)
+
+    dispatcher.get_current_device = NoDevice
+    jit = cuda.jit
+
+    def lazy_jit(function_or_signature=None, *args, **options):
+        if function_or_signature is not None and (
+                sigutils.is_signature(function_or_signature)
+                or isinstance(function_or_signature, list)):
+            return jit(*args, **options)  # the signature dropped: compiled on demand
+        return jit(function_or_signature, *args, **options)
+
+    cuda.jit = lazy_jit
 
 
 def _host(value):
@@ -126,6 +146,8 @@ def main():
 
     core.DEFERRED = True  # a checker call the notebook makes returns at once
     time_limits(job["check_seconds"])
+    if job.get("certify"):
+        compile_without_device()
     reader = channel.Reader(requests)
     namespace = None
     while True:

@@ -214,17 +214,18 @@ NUMPY_MAKERS = {"array", "zeros", "ones", "full", "arange", "linspace", "empty",
                 "iinfo", "finfo"}
 
 
-def kernel_only(kept, names):
-    """"" if the statements that bind what `names` need (binding: all that is run of a
-    kernel's definition) only import, define functions (plain, or with Numba's jit
-    decorators given plain values) and bind plain values, so that loading them runs no
-    code of the student's but libraries' and function definitions, and no other kept
-    statement changes a value they read; else why not, naming the cell and line."""
-    run = binding(kept, names)
+def kernel_only(found, names):
+    """"" if the statements that bind what `names` need (needed without changes: all
+    that is run of a kernel's definition) only import, define functions (plain, or with
+    Numba's jit decorators given plain values) and bind plain values, so that loading
+    them runs no code of the student's but libraries' and function definitions, and no
+    other statement of the notebook assigns into a value they read; else why not,
+    naming the cell and line. `found`: the notebook's statements."""
+    run = needed(found, names, changes=False)
     imported = set().union(*(r.binds for r in run
                              if isinstance(r.node, (ast.Import, ast.ImportFrom))))
-    values = set().union(*(s.reads for s in kept)) - set(names) - imported
-    for s in kept:  # what assigns into a value would not run: say so
+    values = set().union(*(s.reads for s in run)) - set(names) - imported
+    for s in found:  # what assigns into a value would not run: say so
         if s not in run and s.assigns & values:
             return (f"code cell {s.cell}, line {s.node.lineno}: it changes "
                     f"{', '.join(sorted(s.assigns & values))} in place")
@@ -316,8 +317,11 @@ class _KernelOnly:
         if isinstance(expr, ast.Name):
             return not expr.id.startswith("__")
         if isinstance(expr, ast.Attribute):
-            return (not expr.attr.startswith("_") and _dotted(expr) is not None
-                    and _dotted(expr).split(".")[0] in self.roots)
+            if expr.attr.startswith("_"):
+                return False
+            if isinstance(expr.value, ast.Call):  # np.finfo(np.float32).min
+                return self.plain(expr.value)
+            return _dotted(expr) is not None and _dotted(expr).split(".")[0] in self.roots
         if isinstance(expr, (ast.Tuple, ast.List, ast.Set)):
             return all(map(self.plain, expr.elts))
         if isinstance(expr, ast.Dict):
@@ -348,17 +352,12 @@ class _KernelOnly:
         return False
 
 
-def binding(kept, names):
-    """The kept statements that bind a name the names need (imports, definitions,
-    assignments): all that a kernel's definition runs."""
-    wanted = set(names).union(*(s.reads for s in kept))
-    return [s for s in kept if s.binds & wanted or "*" in s.binds]
-
-
-def needed(found, names):
+def needed(found, names, changes=True):
     """The statements of `found` that the names need, in notebook order. A module's
     functions called at top level (np.save(...), cuda.synchronize()) are not changes
-    of the module: names that imports bind count as changed only when assigned into."""
+    of the module: names that imports bind count as changed only when assigned into.
+    Without `changes`, only what binds a needed name: all that a kernel's definition
+    runs (kernel_only)."""
     imported = set().union(*(s.binds for s in found
                              if isinstance(s.node, (ast.Import, ast.ImportFrom))))
     wanted, keep = set(names), set()
@@ -369,8 +368,8 @@ def needed(found, names):
             if i in keep or _checker_call(s.node):
                 continue
             binds = s.binds & wanted or ("*" in s.binds)
-            if binds or (isinstance(s.node, (ast.Expr, ast.Assign, ast.AugAssign,
-                                             ast.AnnAssign))
+            if binds or (changes and isinstance(s.node, (ast.Expr, ast.Assign,
+                                                         ast.AugAssign, ast.AnnAssign))
                          and s.changes & wanted - imported - set(names)):
                 keep.add(i)
                 new = s.reads - wanted

@@ -214,6 +214,7 @@ def starter(job):
         reply_read, reply_write = os.pipe()
         command = [sys.executable, "-I", "-c", ANSWER]
         task = {"names": job["names"], "kernel_only": job["kernel_only"],
+                "certify": bool(job.get("gpu_target")),
                 "check_seconds": job["check_seconds"],
                 "requests": request_read, "replies": reply_write}
         if box is None:
@@ -253,7 +254,7 @@ def kernel_definition(found, names):
     `found`: the notebook's statements (kernels.grading.extract.statements)."""
     from kernels.grading import extract
 
-    return extract.kernel_only(extract.needed(found, names), names)
+    return extract.kernel_only(found, names)
 
 
 def inspect_answer(found, names):
