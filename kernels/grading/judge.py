@@ -36,9 +36,6 @@ COMPILE_ERRORS = {"TypingError", "LoweringError", "UnsupportedError", "NumbaType
                   "TypeError", "ValueError", "NotImplementedError", "AttributeError",
                   "NameError", "KeyError", "IndexError", "ZeroDivisionError"}
 STEP_MARGIN_S = 10.0  # beyond the checkers' own limits, for a reply to come back
-ANSWER = ("import json, site, sys; paths = json.loads(sys.argv[2]); "
-          "sys.path[:] = [sys.argv[1]] + paths; [site.addsitedir(p) for p in paths]; "
-          "from kernels.grading.answers import main; main()")
 
 
 class AnswerEnded(RuntimeError):
@@ -209,29 +206,17 @@ def starter(job):
     def start():
         box = sandbox.Sandbox(sandbox.Limits(**job["limits"]), job["gpu"], job["as_root"]) \
             if job["sandboxed"] else None
-        folder = job["folder"]
+        scratch = None
+        if box is None:  # a scratch folder of its own
+            scratch = tempfile.mkdtemp(prefix="answers-", dir=job["folder"])
+            os.chmod(scratch, 0o1777)
+        argv, task, cwd = runner.student_process("answers", job["folder"], box, scratch)
         request_read, request_write = os.pipe()
         reply_read, reply_write = os.pipe()
-        command = [sys.executable, "-I", "-c", ANSWER]
-        task = {"names": job["names"], "kernel_only": job["kernel_only"],
-                "certify": bool(job.get("gpu_target")),
-                "check_seconds": job["check_seconds"],
-                "requests": request_read, "replies": reply_write}
-        if box is None:
-            argv = command + [os.path.join(folder, "package"), json.dumps(job["paths"])]
-            scratch = tempfile.mkdtemp(prefix="answers-", dir=folder)  # its own
-            os.chmod(scratch, 0o1777)
-            task.update(notebook=os.path.join(folder, "submission.ipynb"), scratch=scratch,
-                        user=runner.unprivileged_user())
-            cwd = scratch
-        else:
-            argv, user = box.command(command + [sandbox.PACKAGE, json.dumps(job["paths"])],
-                                     folder, job["paths"])
-            task.update(notebook=sandbox.NOTEBOOK, scratch=sandbox.SCRATCH, user=user,
-                        limits={"processes": box.limits.processes,
-                                "memory": box.limits.memory})
-            scratch, cwd = sandbox.SCRATCH, folder
-        env = runner.environment(scratch)
+        task.update(names=job["names"], kernel_only=job["kernel_only"],
+                    certify=bool(job.get("gpu_target")), check_seconds=job["check_seconds"],
+                    requests=request_read, replies=reply_write)
+        env = runner.environment(task["scratch"])
         if job.get("gpu_target"):  # Numba compiles for a GPU there (none need be present)
             env["NUMBA_ENABLE_CUDASIM"] = "0"
         proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,

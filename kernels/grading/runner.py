@@ -12,7 +12,8 @@ package and the notebook) and two jobs, one after the other:
 
 With a sandbox (kernels.grading.sandbox) the student's code runs in bwrap, sees only
 the package copy, the notebook and the Python installation, and has a tmpfs of its own;
-without one (--unsafe-no-sandbox) it runs as the grader's user. The worker's notes come
+without one (--unsafe-no-sandbox) it runs as the grader's user, or as another user where
+the grader is root (unprivileged_user). The worker's notes come
 over a pipe with a nonce; the verdicts come from the judge's stdout, which no code of
 the student's can reach. Whatever happens in one submission, the others are graded.
 """
@@ -47,9 +48,9 @@ PASSED_ENV = ("PATH", "LANG", "LC_ALL", "LD_LIBRARY_PATH", "CUDA_HOME", "CUDA_PA
 # package goes first, then the folders this interpreter imports libraries from, in its
 # order (a numpy put first on PYTHONPATH stays first; a user site is included, and
 # addsitedir runs their .pth files, numba-cuda's import hook among them).
-WORKER = ("import json, site, sys; paths = json.loads(sys.argv[2]); "
-          "sys.path[:] = [sys.argv[1]] + paths; [site.addsitedir(p) for p in paths]; "
-          "from kernels.grading.worker import main; main()")
+STUDENT = ("import json, site, sys; paths = json.loads(sys.argv[2]); "
+           "sys.path[:] = [sys.argv[1]] + paths; [site.addsitedir(p) for p in paths]; "
+           "from kernels.grading.{} import main; main()")
 # The judge imports the grader's own package, from where this process found it.
 JUDGE = ("import json, sys; sys.path[:] = json.loads(sys.argv[1]); "
          "from kernels.grading.judge import main; main()")
@@ -153,24 +154,14 @@ def run_worker(folder, seconds, box=None):
     Returns (messages, problems, how it ended: None if it exited by itself, else the
     reason it was stopped), once every process it started has ended."""
     nonce = secrets.token_hex(16)
-    job = {"nonce": nonce, "seconds": seconds}
-    if box is None:
-        scratch = os.path.join(folder, "scratch")
-        job.update(notebook=os.path.join(folder, "submission.ipynb"), scratch=scratch,
-                   user=unprivileged_user())
-        argv = _worker_command(os.path.join(folder, "package"))
-    else:
-        scratch = sandbox.SCRATCH
-        argv, user = box.command(_worker_command(sandbox.PACKAGE), folder, library_paths())
-        job.update(notebook=sandbox.NOTEBOOK, scratch=scratch, user=user,
-                   limits={"processes": box.limits.processes, "memory": box.limits.memory})
+    argv, job, cwd = student_process("worker", folder, box, os.path.join(folder, "scratch"))
+    job.update(nonce=nonce, seconds=seconds)
     read_end, write_end = os.pipe()
     job["fd"] = write_end
     with open(os.path.join(folder, "log"), "wb") as log:
         proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=log, stderr=log,
-                                cwd=folder if box else scratch,
-                                env=environment(scratch), pass_fds=(write_end,),
-                                start_new_session=True)
+                                cwd=cwd, env=environment(job["scratch"]),
+                                pass_fds=(write_end,), start_new_session=True)
     os.close(write_end)
     messages, problems = [], []
     with os.fdopen(read_end, encoding="utf-8", errors="replace") as stream:
@@ -200,7 +191,7 @@ def run_worker(folder, seconds, box=None):
 def start_judge(folder, labels, seconds, box=None):
     """The judge (kernels.grading.judge) for `labels` of the notebook in `folder`, started."""
     job = {"labels": labels, "seconds": seconds, "check_seconds": max(seconds / 4, 5),
-           "folder": folder, "paths": library_paths(), "sandboxed": box is not None,
+           "folder": folder, "sandboxed": box is not None,
            "limits": dataclasses.asdict(box.limits) if box else {},
            "gpu": bool(box and box.gpu), "as_root": bool(box and box.as_root)}
     env = dict(os.environ, NUMBA_ENABLE_CUDASIM="1" if kernels.SIMULATOR else "0")
@@ -231,8 +222,23 @@ def finish_judge(proc, seconds):
     return [json.loads(line) for line in lines if line.strip()], stopped
 
 
-def _worker_command(package_path):
-    return [sys.executable, "-I", "-c", WORKER, str(package_path), json.dumps(library_paths())]
+def student_process(module, folder, box, scratch):
+    """(argv, the job's fields, working folder) of a process that runs a student's code,
+    kernels.grading.<module>, with `folder`'s package and notebook: in `box` (a
+    sandbox.Sandbox), or with None in the folder `scratch`, as another user where the
+    grader is root (unprivileged_user)."""
+    def command(package_path):
+        return [sys.executable, "-I", "-c", STUDENT.format(module), str(package_path),
+                json.dumps(library_paths())]
+
+    if box is None:
+        return command(os.path.join(folder, "package")), {
+            "notebook": os.path.join(folder, "submission.ipynb"), "scratch": scratch,
+            "user": unprivileged_user()}, scratch
+    argv, user = box.command(command(sandbox.PACKAGE), folder, library_paths())
+    return argv, {"notebook": sandbox.NOTEBOOK, "scratch": sandbox.SCRATCH, "user": user,
+                  "limits": {"processes": box.limits.processes,
+                             "memory": box.limits.memory}}, folder
 
 
 def kill_sandbox(proc):
