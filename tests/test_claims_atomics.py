@@ -1,0 +1,164 @@
+"""Claims of atomics.md about recorded measurements, one test per claim, run on every
+recording kept and on copies perturbed inside their noise (tests/claims.py).
+
+Each test's docstring quotes the sentence it protects; a failing test names the
+sentence to rewrite (or to glue from the recording).
+"""
+
+from claims import med, rec, recording  # noqa: F401 (recording: the autouse fixture)
+from kernels import compare
+
+
+def _atomic(k):
+    return rec("atomics.contention").get("increment_atomic", counters=k)
+
+
+def test_atomics_cost_follows_cache_lines_not_only_addresses():
+    """atomics.md: "with 32 counters every lane of a warp has a counter of its own, yet an
+    increment is about as fast as with 8, because each warp now sends two requests, one
+    to each of the two lines ... With 128 counters (8 lines) the same two requests per
+    warp spread over four times the lines" (the model predicts 4 times less; more than 2
+    is asserted), and contention on one address costs more than spreading over one line."""
+    assert compare.verdict(_atomic(32), _atomic(8)) == "as fast"
+    assert 2 < compare.ratio(_atomic(128), _atomic(32)) < 5
+    assert compare.ratio(_atomic(1024), _atomic(128)) > 2
+    assert compare.verdict(_atomic(8), _atomic(1)) == "faster"
+
+
+def _versions():
+    return rec("histogram.versions")
+
+
+def _inputs(name, label):
+    return rec("histogram.inputs").get(name, input=label)
+
+
+UNIFORM, TEXT, SPACES = "uniform over 128 bins", "Shakespeare", "all spaces"
+
+
+def test_atomics_global_atomics_agree_within_a_benchmark():
+    """atomics.md: "the same kernel, launch and text took from ... to ... µs in different
+    benchmarks of the same recording ..., while the repeats within one benchmark agree
+    to 1%"."""
+    for r in (_versions().get("histogram_global_atomics"),
+              _inputs("histogram_global_atomics", TEXT)):
+        assert r["time_ms"]["p90"] - r["time_ms"]["p10"] < 0.01 * med(r)
+
+
+def test_atomics_global_atomics_slower_on_text_than_uniform_and_slowest_on_spaces():
+    """atomics.md pitfalls: "The global-atomics version is markedly slower on the text
+    than on uniform bytes in every recorded run (above), and a text made only of spaces
+    is slower still"."""
+    uniform = _inputs("histogram_global_atomics", UNIFORM)
+    texts = [_versions().get("histogram_global_atomics"),
+             _inputs("histogram_global_atomics", TEXT)]
+    for text in texts:
+        assert compare.ratio(uniform, text) > 1.5
+        assert compare.verdict(_inputs("histogram_global_atomics", SPACES), text) == "slower"
+
+
+def test_atomics_same_counter_shared_atomics_are_cheap():
+    """atomics.md: "`histogram_shared_atomics` ... on nothing but spaces ..., though there
+    every lane of a warp hits the same counter: the lanes of a warp that hit *the same*
+    counter are combined cheaply"."""
+    for name in ("histogram_shared_atomics", "histogram_shared_wide_loads"):
+        assert compare.verdict(_inputs(name, SPACES), _inputs(name, UNIFORM)) != "slower"
+
+
+def test_atomics_counting_costs_the_most_beyond_the_read():
+    """atomics.md, version 7: "Of what histogram_bin_tickets does beyond reading the
+    text, counting costs the most" (the stage breakdown on the whole text)."""
+    stages = rec("histogram.breakdown")
+    n = max(r["bytes"] for r in stages.rows())
+    t = [med(stages.get(f"up to {st}", bytes=n)) for st in ("read", "clear", "count", "merge")]
+    added = {"clear": t[1] - t[0], "count": t[2] - t[1], "merge": t[3] - t[2]}
+    assert max(added, key=added.get) == "count", added
+
+
+def test_atomics_input_matters_far_less_in_shared_memory():
+    """atomics.md: "In shared memory the input matters far less" (than for global
+    atomics, which slow down severalfold on spaces and markedly on the text): the shared
+    version's slowdown on each input is under a third of the global one's."""
+    def slowdown(name, label):  # time on `label` over time on uniform bytes
+        return compare.ratio(_inputs(name, UNIFORM), _inputs(name, label))
+    assert slowdown("histogram_global_atomics", SPACES) > 2
+    for label in (TEXT, SPACES):
+        assert slowdown("histogram_global_atomics", label) > 1.3
+        assert (slowdown("histogram_shared_atomics", label) - 1
+                < (slowdown("histogram_global_atomics", label) - 1) / 3)
+
+
+def test_atomics_lane_private_times_alike_on_every_input_and_does_not_win_on_text():
+    """atomics.md: "The lane-private version, as designed, takes the same time on every
+    input ..., but it pays for its 32 copies, so the collisions it designs away do not
+    make it the faster on the text"; and under Timings: "removing the collisions did not
+    buy time on this text"."""
+    lane = [_inputs("histogram_lane_private", label) for label in (UNIFORM, TEXT, SPACES)]
+    for r in lane[1:]:
+        assert compare.verdict(r, lane[0]) == "as fast"
+    assert compare.verdict(lane[1], _inputs("histogram_shared_wide_loads", TEXT)) != "faster"
+    v = _versions()
+    assert compare.verdict(v.get("histogram_lane_private"),
+                           v.get("histogram_shared_wide_loads")) != "faster"
+
+
+def test_atomics_wide_read_is_close_to_its_floor_and_a_call_costs_more_than_the_kernel():
+    """atomics.md: "`read_only_wide` ... That last one is close to the physical floor" and
+    "At this size the *Python* call costs more than the GPU work"."""
+    v = _versions()
+    wide = next(r for r in v.rows(kind="limit") if r["name"].startswith("read_only_wide"))
+    floor = v.entry["params"]["bytes"] / v.limits["copy_gbps"] / 1e6 + med(
+        v.get("clear_kernel alone (one tiny launch)"))
+    assert med(wide) < 1.5 * floor
+    best = min(v.rows(kind="kernel"), key=med)
+    assert best["e2e_ms"]["median"] > 3 * med(best)
+
+
+def test_atomics_blocks_matter_little_for_global_and_much_for_shared():
+    """atomics.md: "For global atomics the number of blocks hardly matters once the GPU
+    is full ... For the shared-memory version it matters a lot ... The best point sits
+    between the two, at a few blocks per SM"."""
+    sweep = rec("histogram.blocks_sweep")
+    glob = [med(r) for r in sweep.rows(name="histogram_global_atomics")]
+    assert max(glob) / min(glob) < 1.05
+    shared = sweep.rows(name="histogram_shared_atomics")
+    assert max(map(med, shared)) / min(map(med, shared)) > 1.5
+    best = min(shared, key=med)
+    assert best["blocks_per_sm"] not in (min(r["blocks_per_sm"] for r in shared),
+                                         max(r["blocks_per_sm"] for r in shared))
+
+
+def test_histogram_default_launches_are_the_sweeps_best():
+    """atomics.md: "The host functions launch each version at the best point of the sweep
+    made when it was tuned (`default_launch`)"; kernels/histogram.py default_launch
+    names the recorded H100 sweep."""
+    from kernels import gridstride
+    from kernels import histogram as h
+    sweep = rec("histogram.blocks_sweep")
+    for name in h.VERSIONS:
+        blocks, threads = h.default_launch(name)
+        default = sweep.get(name, blocks_per_sm=blocks // gridstride.sm_count())
+        assert default["threads"] == threads, name
+        best = min(sweep.rows(name=name), key=med)
+        assert compare.verdict(default, best) == "as fast", (name, best["blocks_per_sm"])
+
+
+def test_histogram_int64_shared_counters_hurt_most_on_the_skewed_text():
+    """atomics.md: "The retries grow with contention, which is why the gap is far larger on
+    the skewed text than on uniform bytes"."""
+    width = rec("histogram.counter_width")
+
+    def slowdown(label):  # int64 time over int32 time
+        return compare.ratio(width.get("int32 counters", input=label),
+                             width.get("int64 counters", input=label))
+    assert slowdown("Shakespeare") > 2 * slowdown("uniform over 128 bins") > 2
+
+
+def test_atomics_race_loses_updates_and_the_atomic_none():
+    """atomics.md: "with the atomic it was 160 every time"; "the racy kernel ... lost ...% of
+    the increments" (most of them: "on a GPU most of them", summary)."""
+    race = rec("atomics.race")
+    for r in race.rows(name="increment_atomic"):
+        assert r["min"] == r["max"] == r["increments"]
+    for r in race.rows(name="increment_racy"):
+        assert r["lost_fraction"] > 0.5

@@ -1,0 +1,55 @@
+"""Claims of gridstride.md about recorded measurements, one test per claim, run on every
+recording kept and on copies perturbed inside their noise (tests/claims.py).
+
+Each test's docstring quotes the sentence it protects; a failing test names the
+sentence to rewrite (or to glue from the recording).
+"""
+
+from claims import med, rec, recording  # noqa: F401 (recording: the autouse fixture)
+from kernels import compare
+
+
+def test_gridstride_one_per_element_is_as_fast_as_anything():
+    """gridstride.md: "for a plain vector add it is as fast as anything (see the timings
+    below)"; "memory, not arithmetic, sets its speed, and both kernels reach the same
+    bandwidth"; summary: "both kernels run at most of the device's copy bandwidth"."""
+    vec = rec("gridstride.vector_add")
+    one = vec.get("vector_add_one_per_element")
+    for r in vec.rows():
+        assert compare.verdict(one, r) != "slower", r["name"]
+    for name in ("vector_add_one_per_element", "vector_add_gridstride"):
+        assert vec.get(name)["gbps"] > 0.75 * vec.limits["copy_gbps"]
+    assert compare.verdict(vec.get("vector_add_gridstride"), one) == "as fast"
+
+
+def test_gridstride_bandwidth_levels_off_once_each_sm_is_full():
+    """gridstride.md: "With one block per SM ... bandwidth is low. It rises as blocks are
+    added, and levels off once each SM is full (8 blocks of 256 threads = 2,048 threads
+    per SM); more blocks after that change little"."""
+    sweep = rec("gridstride.blocks_sweep")
+    rows = sorted(sweep.rows(kind="kernel"), key=lambda r: r["blocks_per_sm"])
+    best = min(rows, key=med)
+    assert compare.ratio(best, rows[0]) > 2
+    times = [med(r) for r in rows if r["blocks_per_sm"] < 8]
+    assert times == sorted(times, reverse=True)
+    for r in rows:
+        if r["blocks_per_sm"] >= 8:
+            assert compare.verdict(r, best) == "as fast", r["blocks_per_sm"]
+
+
+def test_gridstride_2d_loop_is_slower_than_the_flat_one():
+    """gridstride.md: "The 2D loop is ... slower than the same addition done on the
+    flattened arrays ... For an element-wise operation on contiguous arrays, flatten and
+    use the 1D loop"."""
+    mat = rec("gridstride.matrix_add_2d")
+    assert compare.verdict(mat.get("matrix_add_gridstride_2d"),
+                           mat.get("vector_add_gridstride (flattened)")) == "slower"
+
+
+def test_a_numba_launch_costs_tens_of_microseconds_of_host_time():
+    """gridstride.md: "A Numba launch costs tens of µs of host time (the streams chapter
+    measures it), longer than many kernels"; reduction.md: "a Numba launch costs tens of
+    µs of host time"."""
+    launch = rec("streams.host_costs").get("kernel launch")["host_us"]
+    assert 10 <= launch < 100
+    assert launch > 1e3 * med(rec("reduction.sum_int32").get("sum_last_block"))

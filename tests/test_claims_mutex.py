@@ -1,0 +1,71 @@
+"""Claims of mutex.md about recorded measurements, one test per claim, run on every
+recording kept and on copies perturbed inside their noise (tests/claims.py).
+
+Each test's docstring quotes the sentence it protects; a failing test names the
+sentence to rewrite (or to glue from the recording).
+"""
+
+from claims import med, rec, recording  # noqa: F401 (recording: the autouse fixture)
+from kernels import compare
+
+
+def _gpu_max_spins():
+    """locks.MAX_SPINS as a GPU run sets it (this process may run on the simulator)."""
+    import ast
+    import inspect
+    from kernels import locks
+    for node in ast.walk(ast.parse(inspect.getsource(locks))):
+        if isinstance(node, ast.Assign) and getattr(node.targets[0], "id", "") == "MAX_SPINS":
+            return eval(compile(ast.Expression(node.value.orelse), "MAX_SPINS", "eval"),
+                        {"__builtins__": {}})
+    raise AssertionError("locks.MAX_SPINS not found")
+
+
+def test_mutex_spin_bound_covers_the_longest_recorded_queue():
+    """mutex.md: "An honest wait is far shorter: ... on the H100 of the recordings that
+    whole queue takes ... ms"; kernels/mutex.py: "On the H100 that whole queue takes about
+    a quarter of a second ..., less than 2**22 tries of 0.2 us"."""
+    cont = rec("mutex.contention")
+    longest = max(med(r) for r in cont.rows(name="dot_mutex"))
+    assert longest * 1e-3 < _gpu_max_spins() * 0.2e-6
+
+
+def test_mutex_lock_cost_grows_with_holders_and_an_atomic_is_cheaper():
+    """mutex.md: "With one block per SM a lock costs about ... ns per holder ... With ...
+    blocks it costs ... ns per holder, because the waiting threads hammer the same
+    address ... An atomic add needs no round trip"."""
+    cost = rec("mutex.lock_cost")
+    sms = cost.entry["params"]["sm_count"]
+    one, many = (cost.get("add_one_mutex", blocks=k * sms)["ns_per_block"] for k in (1, 64))
+    assert many > 2 * one
+    assert cost.get("add_one_atomic", blocks=64 * sms)["ns_per_block"] < one / 10
+
+
+def test_mutex_float_atomic_beats_the_lock_and_cupy():
+    """mutex.md summary: "For sums, a float atomic per block is faster than a lock and than
+    `cupy.dot`"."""
+    dot = rec("mutex.dot")
+    atomic = dot.get("dot_atomic")
+    assert compare.verdict(atomic, dot.get("dot_mutex")) == "faster"
+    assert compare.verdict(atomic, dot.get("cupy.dot")) == "faster"
+
+
+def test_mutex_contention_curves():
+    """mutex.md: "`dot_atomic` stays near its best ... up to thousands of blocks"; "(The
+    left end of both curves is slow for another reason: 32 blocks of 256 threads are too
+    few to keep the memory busy.)"; kernels/benchmarks/mutex.py: the mutex is fastest with
+    about one block per SM and slower with every block beyond; dot_atomic is within about
+    1 us from 4 to 32 blocks per SM."""
+    cont = rec("mutex.contention")
+    sms = cont.entry["params"]["sm_count"]
+    atomic = {r["blocks"]: r for r in cont.rows(name="dot_atomic")}
+    mutex = {r["blocks"]: r for r in cont.rows(name="dot_mutex")}
+    best = min(atomic.values(), key=med)
+    assert med(atomic[32 * sms]) < 1.1 * med(best)
+    assert compare.verdict(atomic[min(atomic)], best) == "slower"
+    assert compare.verdict(mutex[min(mutex)], min(mutex.values(), key=med)) == "slower"
+    assert min(mutex.values(), key=med)["blocks"] <= sms
+    beyond = [med(mutex[b]) for b in sorted(mutex) if b >= sms]
+    assert beyond == sorted(beyond)
+    span = [med(atomic[k * sms]) for k in (4, 8, 32)]
+    assert (max(span) - min(span)) * 1e3 < 1.5

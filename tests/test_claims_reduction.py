@@ -1,0 +1,107 @@
+"""Claims of reduction.md about recorded measurements, one test per claim, run on every
+recording kept and on copies perturbed inside their noise (tests/claims.py).
+
+Each test's docstring quotes the sentence it protects; a failing test names the
+sentence to rewrite (or to glue from the recording).
+"""
+
+from claims import med, rec, recording  # noqa: F401 (recording: the autouse fixture)
+from kernels import compare
+
+
+def test_reduction_pcie_is_dozens_of_times_slower_than_hbm():
+    """reduction.md: "it must first cross PCIe at some tens of GB/s, dozens of times
+    slower, and the copy, not the kernel, sets the time"."""
+    limits = rec("reduction.travel").limits
+    assert 10 <= limits["h2d_gbps"] < 100
+    assert limits["copy_gbps"] / limits["h2d_gbps"] >= 20
+
+
+def test_reduction_on_device_call_is_mostly_not_the_kernel():
+    """reduction.md: "On the device, the answer is back in ... ms, and most of that is
+    not the ... µs kernel but Python"."""
+    travel, sums = rec("reduction.travel"), rec("reduction.sum_int32")
+    on_device = med(travel.rows(where="on the device already")[0])
+    assert med(sums.get("sum_unrolled")) < on_device / 2
+
+
+def test_reduction_pageable_call_is_almost_all_copy():
+    """reduction.md summary: "data that must first cross PCIe spends almost the whole
+    call in the copy (...% from pageable memory)"."""
+    travel = rec("reduction.travel")
+    pageable = med(travel.rows(where="copied from pageable memory")[0])
+    on_device = med(travel.rows(where="on the device already")[0])
+    assert (pageable - on_device) / pageable >= 0.9
+
+
+def test_reduction_managed_memory_is_slower_than_a_pinned_copy():
+    """reduction.md: "Managed memory is convenient, not fast": the trip takes several
+    times as long as a pinned copy of the same bytes."""
+    travel = rec("reduction.travel")
+    managed = med(travel.rows(where="managed")[0])
+    on_device = med(travel.rows(where="on the device already")[0])
+    h2d_ms = travel.entry["params"]["bytes"] / travel.limits["h2d_gbps"] / 1e6
+    assert managed - on_device > 2 * h2d_ms
+
+
+def test_reduction_loads_matter_more_than_the_tree():
+    """reduction.md: "The tree hardly matters; the loads do. Moving from the simple loop
+    to four loads in flight (`sum_unrolled`) gains more than replacing the
+    shared-memory tree by warp shuffles ... The shuffle version's gain over
+    `sum_unrolled` is within the spread of the repeats"."""
+    sums = rec("reduction.sum_int32")
+    tree, unrolled, shuffle = (med(sums.get(n)) for n in
+                               ("sum_shared_tree", "sum_unrolled", "sum_warp_shuffle"))
+    assert tree - unrolled > unrolled - shuffle
+    assert compare.verdict(sums.get("sum_warp_shuffle"), sums.get("sum_unrolled")) == "as fast"
+
+
+def test_reduction_nothing_reaches_the_copy_bandwidth():
+    """reduction.md: "Nothing reaches the copy bandwidth, CuPy included"."""
+    for key in ("reduction.sum_int32", "reduction.minmax_int32"):
+        result = rec(key)
+        for r in result.rows():
+            if "gbps" in r and r["l2"].startswith("flushed"):
+                assert r["gbps"] < result.limits["copy_gbps"], (key, r["name"])
+
+
+def test_reduction_one_call_of_a_fast_version_is_several_times_its_kernel():
+    """reduction.md: "The end-to-end time of one call of the fast versions is several
+    times the kernel's"."""
+    sums = rec("reduction.sum_int32")
+    for r in sums.rows(kind="kernel"):
+        if r["name"] != "sum_global_atomics":
+            assert r["e2e_ms"]["median"] > 3 * med(r), r["name"]
+
+
+def test_reduction_default_blocks_per_sm_is_the_sweeps_best():
+    """reduction.md: "blocks per SM ...: the default stays 8" (reduction.BLOCKS_PER_SM),
+    and the sweep's figure: more blocks than fit at once add nothing."""
+    from kernels import reduction
+    sweep = rec("reduction.blocks_sweep")
+    for name in ("sum_shared_tree", "sum_unrolled"):
+        rows = sweep.rows(name=name)
+        best = min(rows, key=med)
+        default = sweep.get(name, blocks_per_sm=reduction.BLOCKS_PER_SM)
+        assert compare.verdict(default, best) == "as fast", name
+
+
+def test_reduction_neither_goal_was_reached():
+    """reduction.md: "The goal was 16.5 µs for the sum and 17 µs for min/max ... Neither
+    goal was reached"."""
+    sums, minmax = rec("reduction.sum_int32"), rec("reduction.minmax_int32")
+    assert 1e3 * min(med(r) for r in sums.rows(kind="kernel")) > 16.5
+    assert 1e3 * min(med(r) for r in minmax.rows(kind="kernel")) > 17
+
+
+def test_reduction_exhibits_wrong_in_every_run_and_at_zero():
+    """reduction.md pitfalls: "A missing `syncthreads` in a shared-memory tree: wrong on the
+    GPU in every run (the exhibit above)"; and the zero-start bug "passes a quick test on
+    data with both signs, and is wrong otherwise"."""
+    ex = rec("reduction.exhibits")
+    broken = ex.get("sum_tree_no_syncthreads")
+    assert broken["wrong"] == broken["runs"]
+    assert ex.get("sum_shared_tree")["wrong"] == 0
+    for data, wrong in (("all positive", True), ("all negative", True), ("mixed signs", False)):
+        assert ex.get("minmax_zero_init", data=data)["wrong"] is wrong, data
+        assert ex.get("minmax_shared_tree", data=data)["wrong"] is False, data

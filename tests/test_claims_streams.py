@@ -1,0 +1,173 @@
+"""Claims of streams.md about recorded measurements, one test per claim, run on every
+recording kept and on copies perturbed inside their noise (tests/claims.py).
+
+Each test's docstring quotes the sentence it protects; a failing test names the
+sentence to rewrite (or to glue from the recording).
+"""
+
+from claims import med, rec, recording  # noqa: F401 (recording: the autouse fixture)
+from kernels import compare
+
+
+def _pipe():
+    return rec("streams.pipeline")
+
+
+def _pipe_row(name, chunks, shrink=1):
+    return _pipe().get(name, chunks=chunks, memory="pinned", shrink=shrink)
+
+
+DRIVER, STAGE, NUMBA = ("vector_add_pipelined_driver_copies",
+                        "vector_add_pipelined_stage_streams", "vector_add_pipelined")
+
+
+def test_streams_rules_in_units_of_one_launch():
+    """streams.md: "Two launches on one stream take two units; on two streams, one: they
+    ran at the same time. A tiny launch on the legacy default stream between them brings
+    back two"."""
+    rules = rec("streams.rules")
+    for name, units in (("one stream", 2), ("two streams", 1),
+                        ("two streams, default stream between", 2)):
+        assert abs(rules.get(name)["launches"] - units) < 0.1, name
+
+
+def test_streams_pageable_copies_block_the_host_and_pinned_ones_do_not():
+    """streams.md: "From pinned memory ... the call returns after ... µs, long before the
+    copy is done. From pageable memory ... the host waits ... ms, the whole copy"."""
+    pinned = rec("streams.pinned")
+    for r in pinned.rows(kind="kernel"):
+        if r["memory"] == "pageable":
+            assert r["issue_ms"] > 0.9 * med(r), r["name"]
+        else:
+            assert r["issue_ms"] < 0.1 * med(r), r["name"]
+
+
+def test_streams_two_chunks_hide_about_half_the_copy_out():
+    """streams.md: "Two chunks already hide about half of the copy out"."""
+    saved = med(_pipe_row(DRIVER, 1)) - med(_pipe_row(DRIVER, 2))
+    copy_out = med(_pipe().get("copy out, whole"))
+    assert 0.35 < saved / copy_out < 0.65
+
+
+def test_streams_pageable_pipeline_overlaps_nothing():
+    """streams.md: "From pageable memory the same pipeline takes ... ms: nothing overlaps,
+    and the copies are slower too"."""
+    pageable = _pipe().get(DRIVER, memory="pageable")
+    assert med(pageable) > med(_pipe_row(DRIVER, 1))
+
+
+def test_streams_numba_copies_turn_the_curve_up_at_16_chunks():
+    """streams.md: "With Numba's copy methods the curve turns back up: at 16 chunks the
+    pipeline takes ... ms, because queueing it takes Python ... ms"."""
+    assert compare.verdict(_pipe_row(NUMBA, 16), _pipe_row(NUMBA, 8)) == "slower"
+    assert _pipe_row(NUMBA, 16)["issue_ms"] > _pipe_row(DRIVER, 16)["issue_ms"] * 2
+
+
+def test_streams_driver_queueing_takes_less_than_the_gpu_work():
+    """streams.md: "Queueing then takes less time than the GPU's work at every chunk
+    count (at most ...% of it, ...), so the GPU never waits for the host" (the share is
+    glued); and "Queueing a wait or recording an event costs a few microseconds of host
+    time, no more than a driver copy (the table above)"."""
+    for name in (DRIVER, STAGE):
+        for r in _pipe().rows(name=name, memory="pinned"):
+            assert r["issue_ms"] < med(r), (name, r["chunks"], r["shrink"])
+    costs = rec("streams.host_costs")
+    driver = costs.get("copy_in_driver")["host_us"]
+    for name in ("event record", "event wait"):
+        assert costs.get(name)["host_us"] <= driver
+    assert costs.get("copy_in_numba (copy_to_device)")["host_us"] > 5 * driver
+
+
+def test_streams_stage_streams_queued_and_unqueued_agree():
+    """streams.md: "the queued and the unqueued times of this version agree within
+    ...% at every chunk count" (a few percent)."""
+    for r in _pipe().rows(name=STAGE, memory="pinned", shrink=1):
+        assert abs(r["queued_ms"] / med(r) - 1) < 0.05, r["chunks"]
+
+
+def test_streams_stage_streams_not_measurably_faster_with_equal_chunks():
+    """streams.md: "with 16 equal chunks it is [about as fast as the driver-copies
+    version]: the order it imposes is certain, but with equal chunks it is not measurably
+    faster on this GPU"."""
+    assert compare.verdict(_pipe_row(STAGE, 16), _pipe_row(DRIVER, 16)) == "as fast"
+
+
+def test_streams_shrink_above_the_bound_and_a_handful_of_chunks_suffice():
+    """streams.md: "The pipeline below uses 0.6, which leaves some slack" (above the bound
+    on shrink); "slowest at ..., the shrink that leaves the largest last chunk"; "More
+    chunks help only up to a handful"; summary: shrinking chunks "bring the pipeline to
+    the speed of the copies themselves"."""
+    pipe = _pipe()
+    params, floor = pipe.entry["params"], pipe.get("floor")
+    bound = params["bytes_out"] / params["bytes_in"] * floor["h2d_gbps"] / floor["d2h_gbps"]
+    assert params["shrink"] >= bound
+    shrunk = [r for r in pipe.rows(name=STAGE, memory="pinned", chunks=params["shrink_at"])
+              if r["shrink"] != 1]
+    assert max(shrunk, key=med)["shrink"] == max(r["shrink"] for r in shrunk)
+    by_chunks = {r["chunks"]: r for r in pipe.rows(name=STAGE, memory="pinned",
+                                                  shrink=params["shrink"])}
+    assert compare.verdict(by_chunks[max(by_chunks)], by_chunks[params["shrink_at"]]) != "faster"
+    fastest = min(pipe.rows(memory="pinned"), key=med)
+    assert compare.verdict(fastest, pipe.get("copy in and out at once, whole")) != "slower"
+
+
+def test_streams_shared_buffers_race_shows_in_some_runs_only():
+    """streams.md: "The count changes from run to run, and some runs, even every run of a
+    chunk count, come out right"."""
+    runs = {r["chunks"]: r["mismatches"] for r in
+            _pipe().rows(name="vector_add_pipelined_shared_buffers")}
+    assert any(len(set(m)) > 1 for m in runs.values())
+    assert any(0 in m for m in runs.values())
+    assert any(max(m) > 0 for m in runs.values())
+
+
+def test_streams_both_directions_overlap_each_a_little_slower():
+    """streams.md: "Copying in and out at once, each as one whole copy, takes ... ms: the
+    two directions overlap, though each runs a little slower while the other runs"."""
+    pipe = _pipe()
+    both, into, out = (med(pipe.get(n)) for n in ("copy in and out at once, whole",
+                                                  "copy a and b in, whole", "copy out, whole"))
+    assert max(into, out) < both < 0.9 * (into + out)
+
+
+def test_streams_timelines_show_the_tails_and_orders_the_text_describes():
+    """streams.md, the timelines: the part that sticks out after the last copy in shrinks
+    from one chunk to four to sixteen ("a sixteenth of the copy out"); "the copy engine
+    does not take the streams in the order they were queued"; with Numba's copies "the
+    copies out ... pile up at the end"; one stream per stage "takes the chunks in order
+    ... and almost nothing sticks out after the last copy in"; "each of these runs ends
+    no further from the same pipeline's median time above than that pipeline's repeated
+    runs spread from their 10th to their 90th percentile"."""
+    timeline = rec("streams.timeline")
+    copy_out = med(_pipe().get("copy out, whole"))
+
+    def run(name, chunks):
+        r = next(r for r in timeline.rows(name=name) if r["chunks"] == chunks)
+        ins = sorted((s for s in r["steps"] if s["step"] == "copy in"),
+                     key=lambda s: s["done_ms"])
+        end = max(s["done_ms"] for s in r["steps"])
+        return r, end - ins[-1]["done_ms"], [s["chunk"] for s in ins], end
+
+    tails = [run(DRIVER, k)[1] for k in (1, 4, 16)]
+    assert tails == sorted(tails, reverse=True)
+    assert tails[2] < 2 * copy_out / 16
+    assert run(DRIVER, 16)[2] != sorted(run(DRIVER, 16)[2])
+    assert run(NUMBA, 16)[1] > copy_out / 2
+    stage, tail, order, _ = run(STAGE, 8)
+    assert order == sorted(order) and tail < tails[2]
+    for r in timeline.rows():
+        end = max(s["done_ms"] for s in r["steps"])
+        same = _pipe().get(r["name"], chunks=r["chunks"], memory="pinned", shrink=r["shrink"])
+        t = same["time_ms"]
+        assert abs(end - t["median"]) <= t["p90"] - t["p10"], (r["name"], r["chunks"])
+
+
+def test_streams_pipeline_comes_close_to_the_pcie_floor():
+    """streams.md summary: "Pipelining copy in, kernel and copy out over chunks on their own
+    streams brings a transfer-bound computation close to the floor set by the PCIe
+    bandwidth"; the serial version (one chunk) is far from it."""
+    pipe = _pipe()
+    floor = pipe.get("floor")["floor_ms"]
+    fastest = min(pipe.rows(memory="pinned"), key=med)
+    assert floor / med(fastest) > 0.85
+    assert floor / med(_pipe_row(DRIVER, 1)) < 0.7
