@@ -37,6 +37,24 @@ def test_exercise_text_matches_its_entry(label):
     assert getattr(checks, ex.check_name).__name__ == ex.check_name
 
 
+CODE_CELL = re.compile(r"^```\{code-cell\} ipython3\n(.*?)^```$", re.M | re.S)
+
+
+@pytest.mark.parametrize("label", sorted(registry.EXERCISES))
+def test_every_exercise_has_a_starter_cell(label):
+    """Under each exercise, before the next one, a code cell to start from: it defines
+    the name the exercise asks for and calls its checker."""
+    ex = registry.EXERCISES[label]
+    text = (BOOK / f"{ex.chapter}.md").read_text()
+    block = next(b for b in re.split(r"(?=^```\{exercise\})", text, flags=re.M)
+                 if f":label: {label}\n" in b)
+    starters = [code for code in CODE_CELL.findall(block)
+                if re.search(rf"^(def|class) {ex.names[0]}\b", code, re.M)
+                and f"checks.{ex.check_name}(" in code]
+    assert starters, f"{label}: no code cell under the exercise defines {ex.names[0]} and " \
+        f"calls checks.{ex.check_name}"
+
+
 def test_points_follow_difficulty():
     assert {ex.points for ex in registry.EXERCISES.values()} == {1, 2, 3}
     assert registry.by_chapter("gridstride")[0].label == "gridstride-ex-saxpy"

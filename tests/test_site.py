@@ -326,6 +326,21 @@ def test_exercise_headings_show_the_label_without_nested_parentheses(site):
         f"{sorted(set(registry.EXERCISES) - shown)}"
 
 
+def test_exercises_are_numbered_in_their_chapter_as_in_the_notebooks(site):
+    """One numbering everywhere: each chapter's exercises run 1, 2, ... on its page and
+    in its Colab notebook, so "Exercise 2" means the same exercise in both."""
+    for name in NOTEBOOK_PAGES:
+        page = [(int(re.match(r"Exercise (\d+)", ex["title"])[1]), ex["id"])
+                for ex in site[name]["exercises"]]
+        markdown = "\n".join("".join(c["source"]) for c in
+                             json.loads((ROOT / f"{name}.ipynb").read_text())["cells"]
+                             if c["cell_type"] == "markdown")
+        notebook = [(int(n), label) for n, label in
+                    re.findall(r"\*\*Exercise (\d+) \u00b7 .*?\*\* `([^`]+)`", markdown)]
+        assert page == notebook, f"{name}: the page numbers {page}, the notebook {notebook}"
+        assert [n for n, _ in page] == list(range(1, len(page) + 1)), f"{name}: {page}"
+
+
 def test_unsolved_starter_cells_print_one_line(site):
     """The book build has checkers print one line (KERNELS_CHECK_SUMMARY), not the full
     report of an empty answer."""

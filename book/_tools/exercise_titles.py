@@ -1,10 +1,13 @@
-"""Sphinx extension: exercise headings read "Exercise 4 · Title (easy)" and show the label.
+"""Sphinx extension: exercise headings read "Exercise 2 · Title (easy)", numbered in
+their chapter, and show the label.
 
 sphinx-exercise titles an exercise "Exercise 4 (Title (easy))", and its solution
 "Solution to Exercise 4 (Title (easy))": the course's titles end in their difficulty,
-so the parentheses nest. The numbers run across the whole book, while the grader,
-its reports and the instructors name exercises by label (`atomics-ex-256`), so the
-heading shows the label too.
+so the parentheses nest. Sphinx numbers them across the whole book (figure numbering,
+with no numbered toctree); they are renumbered from 1 in each chapter, as the Colab
+notebooks number them (book/_tools/myst_to_notebook.py) and as the chapters' prose
+refers to them. The grader, its reports and the instructors name exercises by label
+(`atomics-ex-256`), so the heading shows the label too.
 """
 
 from docutils import nodes
@@ -46,6 +49,21 @@ class ExerciseTitles(SphinxPostTransform):
                 _unwrap(link)
 
 
+def number_per_chapter(app, env):
+    """Number each chapter's exercises 1, 2, ... in their order: Sphinx has just numbered
+    them across the book (env.toc_fignumbers, read by the headings, the solutions'
+    titles and references alike). Sphinx itself rewrites the pages whose numbers
+    changed since the last build."""
+    for numbers in env.toc_fignumbers.values():
+        exercises = numbers.get("exercise")
+        if exercises:
+            ordered = sorted(exercises, key=exercises.get)
+            exercises.update({ids: (n,) for n, ids in enumerate(ordered, 1)})
+    return []
+
+
 def setup(app):
     app.add_post_transform(ExerciseTitles)
+    # after Sphinx's own numbering, which is connected with the default priority (500)
+    app.connect("env-get-updated", number_per_chapter, priority=900)
     return {"parallel_read_safe": True, "parallel_write_safe": True}
