@@ -74,7 +74,53 @@ def test_the_book_build_shows_a_report_in_one_line(monkeypatch):
     monkeypatch.setenv(core.SUMMARY_SETTING, "1")  # as book/_tools/checker_summary.py sets
     line = str(failing)
     assert "\n" not in line and "not solved yet" in line and "1 of 2 checks pass" in line
-    assert str(passing) == "saxpy: all 1 checks passed."
+    assert str(passing) == "saxpy: its one check passed."
+    assert str(core.Report("saxpy", cases[:1] * 3)) == "saxpy: all 3 checks passed."
+
+
+@core.answer_step
+def _left_as_given(kernel, configuration, args, output, output_name):
+    return args[output]  # what a kernel that writes nothing gives back
+
+
+def test_an_untouched_starter_is_not_solved_yet_with_no_count(monkeypatch):
+    """A starter passes what an answer that does nothing passes: the race case, and a
+    case whose expected output is the output as given (reversing one element in place).
+    Its report says "not solved yet", never "1 of 7 checks pass"; a partial answer's
+    report counts."""
+    monkeypatch.setattr(core, "launch_guarded", _left_as_given)
+
+    def launch(inputs):
+        return "a kernel", (1, 1), (np.array(inputs, np.int32),), 0
+
+    run = core.launched_on_device(launch, "x")
+    cases = [("n=1", [5], np.array([5])), ("n=2", [1, 2], np.array([2, 1]))]
+    race = lambda: core.Case("no race between threads", True, "")  # noqa: E731
+    report = core.run_cases("reverse", cases, run, race=race)
+    assert [(c.passed, c.trivial) for c in report.cases] == [(True, True), (False, False),
+                                                              (True, True)]
+    assert not report.started and str(report).startswith("reverse: not solved yet.\n")
+    monkeypatch.setenv(core.SUMMARY_SETTING, "1")
+    assert str(report) == ("reverse: not solved yet. Run this cell with your answer for the "
+                           "full report.")
+    partial = core.Report("reverse", [core.Case("n=3", True, "")] + report.cases)
+    assert partial.started and "(3 of 4 checks pass)" in str(partial)
+
+
+def test_a_checker_s_complaint_is_not_an_error_of_the_answer():
+    """Given no kernel, a kernel checker says so in its own words, not as "your code
+    raised" (the grader's judge passes the complaint on as the same error)."""
+    from kernels.checks import launches
+
+    def launch(inputs):
+        return (lambda: None), (1, 1), (np.zeros(3, np.float32),), 0
+
+    report = core.run_cases("saxpy", [("n=3", 0, np.zeros(3))],
+                            core.launched_on_device(launch, "out"))
+    detail = report.cases[0].detail
+    assert detail.startswith("this exercise needs a CUDA kernel") and "raised" not in detail
+    with pytest.raises(launches.NotAKernel):
+        launches.require_kernel(print, "saxpy")
 
 
 def test_a_race_found_is_explained_even_after_other_failures():

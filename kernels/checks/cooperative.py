@@ -32,6 +32,12 @@ def _grids(kernel, args, checker):
     return sorted({(limit, THREADS), (min(3, limit), THREADS)})
 
 
+def _not_a_kernel(exercise, err):
+    """The report on an answer that is no kernel: the checker's words, not an error the
+    answer raised."""
+    return core.Report(exercise, [core.Case("your answer is a CUDA kernel", False, str(err))])
+
+
 @answer_step
 def cooperative_limit(kernel, args, checker):
     """The most blocks of THREADS a cooperative launch of `kernel` may have."""
@@ -52,7 +58,11 @@ def rotate_rows(kernel):
         expected = m.copy()
         for row in range(1, shape[0]):
             expected[row] = np.roll(expected[row - 1], -1)
-        for blocks, threads in _grids(kernel, (m,), "rotate_rows"):
+        try:
+            grids = _grids(kernel, (m,), "rotate_rows")
+        except launches.NotAKernel as err:
+            return _not_a_kernel("rotate_rows", err)
+        for blocks, threads in grids:
             cases.append((f"shape {shape}, launched [{blocks}, {threads}]",
                           (blocks, threads, m), expected))
 
@@ -76,7 +86,11 @@ def normalize_by_max(kernel):
         x = rng.uniform(-50, 100, n).astype(np.float32)
         x[rng.integers(n)] = 100.5  # the maximum, somewhere in the array
         args = (x, np.empty_like(x), np.full(1, -np.inf, np.float32))
-        for blocks, threads in _grids(kernel, args, "normalize_by_max"):
+        try:
+            grids = _grids(kernel, args, "normalize_by_max")
+        except launches.NotAKernel as err:
+            return _not_a_kernel("normalize_by_max", err)
+        for blocks, threads in grids:
             cases.append((f"n={n}, launched [{blocks}, {threads}]", (blocks, threads, x),
                           x / x.max()))
 

@@ -129,14 +129,24 @@ class DeviceOutput:
 
 
 
-def launched_on_device(launch, output_name):
+class launched_on_device:
     """A kernel checker's run(inputs), from its launch(inputs) -> (kernel, configuration,
-    host arguments, position of the output): see launch_guarded.
+    host arguments, position of the output): see launch_guarded. `given(inputs)` is the
+    output as the kernel receives it, so run_cases can tell a case that a kernel doing
+    nothing passes (an in-place reverse of one element).
     The tracer (kernels.checks.hints) replays the same launch with the host arrays."""
-    def run(inputs):
-        kernel, configuration, args, output = launch(inputs)
-        return answer_side(kernel, launch_guarded, configuration, args, output, output_name)
-    return run
+
+    def __init__(self, launch, output_name):
+        self.launch, self.output_name = launch, output_name
+
+    def __call__(self, inputs):
+        kernel, configuration, args, output = self.launch(inputs)
+        return answer_side(kernel, launch_guarded, configuration, args, output,
+                           self.output_name)
+
+    def given(self, inputs):
+        _, _, args, output = self.launch(inputs)
+        return args[output]
 
 
 @answer_step
@@ -189,6 +199,9 @@ class Case:
     always_shown: bool = False  # a detail no other case gives (the tracer's race): never elided
     grader_limit: str = ""  # why the grader could not check it: the instructor is told
     hung: bool = False  # it was stopped at its time limit: the code may still be running
+    # an answer that does nothing passes it too (the race case; a case whose expected
+    # output is the output as the answer receives it): its pass alone is no progress
+    trivial: bool = False
 
 
 @dataclasses.dataclass
@@ -211,15 +224,30 @@ class Report:
         """What the grader could not check, case by case (a failed case, not a pass)."""
         return [c.grader_limit for c in self.cases if c.grader_limit]
 
+    @property
+    def started(self):
+        """Whether a case passed that an answer doing nothing fails: the untouched
+        starter of an exercise has not (it passes the race case, at most)."""
+        return any(c.passed and not c.trivial for c in self.cases)
+
+    def head(self, summary=False):
+        """The report's first line: the verdict, with counts only where they mean
+        something (a starter's passed race case is no progress)."""
+        n_ok, n = sum(c.passed for c in self.cases), len(self.cases)
+        if self.passed:
+            return f"{self.exercise}: " + ("its one check passed." if n == 1 else
+                                           f"all {n} checks passed.")
+        if not self.started:
+            return f"{self.exercise}: not solved yet."
+        if summary:
+            return f"{self.exercise}: not solved yet ({n_ok} of {n} checks pass)."
+        return f"{self.exercise}: {n - n_ok} of {n} checks failed."
+
     def __str__(self):
-        n_ok = sum(c.passed for c in self.cases)
         if os.environ.get(SUMMARY_SETTING) == "1":
-            return (f"{self.exercise}: all {n_ok} checks passed." if self.passed else
-                    f"{self.exercise}: not solved yet ({n_ok} of {len(self.cases)} checks "
-                    "pass). Run this cell with your answer for the full report.")
-        head = (f"{self.exercise}: all {n_ok} checks passed." if self.passed else
-                f"{self.exercise}: {len(self.cases) - n_ok} of {len(self.cases)} checks failed.")
-        lines = [head]
+            return self.head(summary=True) + (
+                "" if self.passed else " Run this cell with your answer for the full report.")
+        lines = [self.head()]
         shown = 0
         for c in self.cases:
             detail = ""
@@ -270,9 +298,11 @@ def run_cases(exercise, cases, run, *, rtol=None, atol=None, repeats=REPEATS, ra
     if first is not None and not first.passed:
         return Report(exercise, [first])
     rule = _launch_rule(exercise)
+    given = getattr(run, "given", None)  # the output as a kernel receives it (launched_on_device)
     results, timed_out = [], False
     for description, inputs, expected in cases:
         detail, passed = "", True
+        trivial = given is not None and _same(given(inputs), expected)
         for attempt in range(repeats):
             before = launches.counts()
             try:
@@ -288,17 +318,26 @@ def run_cases(exercise, cases, run, *, rtol=None, atol=None, repeats=REPEATS, ra
                 passed, detail = False, str(err).replace("\n", "\n        ")
                 if repeats > 1:
                     detail = f"run {attempt + 1} of {repeats}: {detail}"
+            except launches.NotAKernel as err:  # the checker's own complaint, as it said it
+                passed, detail = False, str(err)
             except Exception as err:  # the reader's code raised: say what and where
                 passed, detail = False, f"your code raised {type(err).__name__}: {err}"
                 if missing := _no_launch(rule, before, launches.counts()):
                     detail += f"; and {missing}"
             if not passed:
                 break
-        results.append(Case(description, passed, detail))
+        results.append(Case(description, passed, detail, trivial=trivial))
         if timed_out:
             break  # the GPU may be hung; further cases would hang too
     if race is not None and not SIMULATOR and not timed_out:
         first = race()
-    if first is not None:
-        results.append(first)
+    if first is not None:  # a kernel that writes nothing races with nothing either
+        results.append(dataclasses.replace(first, trivial=True))
     return Report(exercise, results, timed_out)
+
+
+def _same(given, expected):
+    """Whether an output left as given is the expected one (NaN equal to NaN)."""
+    given, expected = np.asarray(given), np.asarray(expected)
+    return given.shape == expected.shape and np.array_equal(
+        given, expected, equal_nan=given.dtype.kind in "fc" and expected.dtype.kind in "fc")

@@ -61,8 +61,13 @@ def add(made):
         _counts.update(made)
 
 
+class NotAKernel(TypeError):
+    """A checker's own complaint: it was given something other than a CUDA kernel. Said
+    as it is, never as an error the answer raised (kernels.checks.core.run_cases)."""
+
+
 def require_kernel(kernel, checker):
-    """Raise TypeError unless `kernel` is a CUDA kernel (for checkers that inspect one)."""
+    """Raise NotAKernel unless `kernel` is a CUDA kernel (for checkers that inspect one)."""
     if SIMULATOR:
         from numba.cuda.simulator.kernel import FakeCUDAKernel as Kernel
     else:
@@ -70,7 +75,7 @@ def require_kernel(kernel, checker):
     device = getattr(kernel, "_device", False) or getattr(kernel, "targetoptions", {}).get(
         "device", False)  # a device function: the simulator's flag, the GPU's option
     if not isinstance(kernel, Kernel) or device:
-        raise TypeError(f"{checker} needs a CUDA kernel, a function decorated with "
+        raise NotAKernel(f"{checker} needs a CUDA kernel, a function decorated with "
                         f"@cuda.jit; got {type(kernel).__name__}, which is not a CUDA kernel")
 
 

@@ -109,6 +109,8 @@ def _case(launch, tracer, *args, input_bytes=0, shared=None):
                 f"the tracer could not run your code ({why}), so the grader cannot tell "
                 "whether it races; this case fails, and your instructor is told to look",
                 True, f"the race case could not run ({why})")
+    except launches.NotAKernel as err:  # the checker's complaint, not the answer's error
+        return description, False, str(err), True
     except Exception as err:  # the answer's own error, under the tracer
         return (description, False, f"under the tracer your code raised "
                 f"{type(err).__name__}: {_first_line(err)}", True)

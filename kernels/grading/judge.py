@@ -50,7 +50,8 @@ def _raised(kind, message):
     from kernels.harness import MismatchError
 
     kind, message = str(kind), str(message)[:2000]
-    known = {"MismatchError": MismatchError, "TimeLimitExceeded": core.TimeLimitExceeded}
+    known = {"MismatchError": MismatchError, "TimeLimitExceeded": core.TimeLimitExceeded,
+             "NotAKernel": launches.NotAKernel}  # the checkers' words, said as they are
     if kind in known:
         return known[kind](message)
     if not kind.isidentifier():
