@@ -5,17 +5,18 @@ the verdicts, so a sentence that says "faster" cannot sit beside numbers that sa
 "slower": a re-recording that flips a comparison changes the word, or fails a test.
 
 * ``ms(x)``             a time in ms: a number, or a recorded row (its median GPU time)
-* ``noise(*xs)``        the relative difference below which two times count as equal
+* ``bounds(x)``         the range a time is known to (a row's p10-p90 band)
 * ``ratio(t, ref)``     how many times faster `t` is than `ref` (ref / t)
-* ``verdict(t, ref)``   "faster", "as fast" or "slower": `t` against `ref`
+* ``verdict(t, ref)``   "faster", "as fast" or "slower": `t` against `ref`, "as fast"
+                        unless their bands stay apart by more than BAND
 * ``phrase(t, ref, than="NumPy")``  "1.7 times faster than NumPy", "12% faster ...",
                         "about as fast as NumPy", "3% slower ..." (`than` optional)
 """
 
 # The same work timed in two benchmarks of one recording differs by up to about 3%
 # (e.g. sum_unrolled: 21.1 us in reduction.sum_int32, 20.9 in reduction.blocks_sweep),
-# whatever its repeats' own spread: below this relative difference no comparison is a
-# finding.
+# whatever its repeats' own spread: two times whose p10-p90 bands come closer than this
+# (relative) are no finding.
 BAND = 0.03
 
 # From this ratio on a difference reads as "N times"; below it, as a percentage.
@@ -34,18 +35,13 @@ def ms(x):
     return value
 
 
-def _spread(x):
-    """Half the p10-p90 range of a row's repeats, relative to its median (0 for a number)."""
+def bounds(x):
+    """The range a time is known to: a recorded row's p10-p90 band of repeats (its
+    median inside it), or a plain number alone."""
     if isinstance(x, dict) and {"p10", "p90"} <= set(x.get("time_ms", {})):
         t = x["time_ms"]
-        return (t["p90"] - t["p10"]) / 2 / t["median"]
-    return 0.0
-
-
-def noise(*xs):
-    """The relative difference under which times `xs` count as equal: BAND, or more
-    where a recorded row's own repeats spread wider."""
-    return max([BAND] + [_spread(x) for x in xs])
+        return min(t["p10"], ms(x)), max(t["p90"], ms(x))
+    return ms(x), ms(x)
 
 
 def ratio(t, ref):
@@ -53,19 +49,21 @@ def ratio(t, ref):
     return ms(ref) / ms(t)
 
 
-def verdict(t, ref, band=None):
-    """"faster", "as fast" or "slower": `t` against `ref`, equal within `band`
-    (relative; default ``noise(t, ref)``)."""
-    band = noise(t, ref) if band is None else band
-    r = ratio(t, ref)
-    if r > 1 + band:
+def verdict(t, ref, band=BAND):
+    """"faster", "as fast" or "slower": `t` against `ref`. A difference counts only
+    where the two rows' p10-p90 bands stay apart by more than `band` (relative): a
+    verdict then cannot flip while the medians move inside their own noise, and
+    "faster" always means a ratio above 1 + `band`."""
+    t_lo, t_hi = bounds(t)
+    ref_lo, ref_hi = bounds(ref)
+    if t_hi * (1 + band) < ref_lo:
         return "faster"
-    if r < 1 / (1 + band):
+    if t_lo > ref_hi * (1 + band):
         return "slower"
     return "as fast"
 
 
-def phrase(t, ref, band=None, than=None):
+def phrase(t, ref, band=BAND, than=None):
     """`t` against `ref` in words: "1.7 times faster", "12% faster", "about as fast",
     "8% slower", "2.3 times slower"; with `than` ("NumPy"), the comparison's object
     follows in the right grammar: "... faster than NumPy", "about as fast as NumPy"."""

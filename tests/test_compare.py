@@ -1,5 +1,7 @@
 """kernels.compare: the comparative words are chosen by the numbers."""
 
+import re
+
 import pytest
 
 from kernels import compare
@@ -45,13 +47,37 @@ def test_an_explicit_band_wins():
     assert compare.phrase(1.0, 1.02, band=0.01) == "2% faster"
 
 
-def test_rows_are_compared_by_median_within_their_own_spread():
-    steady, noisy = row(1.0), row(1.15, 0.9, 1.4)  # noisy spreads +-22% about its median
+def test_rows_differ_only_where_their_bands_stay_apart():
+    steady, noisy = row(1.0), row(1.15, 0.9, 1.4)  # noisy spreads -22%..+22% about 1.15
     assert compare.ms(noisy) == 1.15
-    assert compare.noise(steady) == compare.BAND
-    assert compare.noise(steady, noisy) == pytest.approx(0.25 / 1.15)
+    assert compare.bounds(noisy) == (0.9, 1.4) and compare.bounds(steady) == (1.0, 1.0)
     assert compare.verdict(steady, noisy) == "as fast"
     assert compare.verdict(steady, row(1.15)) == "faster"
+    # bands apart, but by less than BAND: no finding
+    assert compare.verdict(row(1.0, 0.99, 1.01), row(1.05, 1.03, 1.07)) == "as fast"
+    assert compare.verdict(row(1.0, 0.99, 1.01), row(1.10, 1.08, 1.12)) == "faster"
+
+
+def test_a_verdict_does_not_flip_while_medians_move_inside_their_bands():
+    """Item 3 of issue 35: whatever the medians inside their p10-p90 bands, the word is
+    the same, and "faster" or "slower" comes with a ratio past 1 + BAND."""
+    import random
+    rng = random.Random(35)
+    for _ in range(2000):
+        a_lo, b_lo = rng.uniform(1, 2), rng.uniform(1, 2)
+        a_hi, b_hi = a_lo * rng.uniform(1, 1.3), b_lo * rng.uniform(1, 1.3)
+        words = set()
+        for _ in range(5):
+            a = row(rng.uniform(a_lo, a_hi), a_lo, a_hi)
+            b = row(rng.uniform(b_lo, b_hi), b_lo, b_hi)
+            word = compare.verdict(a, b)
+            words.add(word)
+            r = compare.ratio(a, b)
+            assert {"faster": r > 1 + compare.BAND, "slower": r < 1 / (1 + compare.BAND),
+                    "as fast": True}[word], (word, r)
+            words_said = compare.phrase(a, b)
+            assert not re.search(r"(^|[^\d.])0% |-", words_said), words_said
+        assert len(words) == 1, words
 
 
 def test_bad_times_are_refused():
