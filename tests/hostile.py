@@ -143,9 +143,19 @@ CASES = {
 # attempt is a cell that raises when the attempt fails, so the feedback notes it; the
 # test checks on the host that none of them succeeded. `targets` names what they aim
 # at: other (another submission), out (the out folder), secret (a file in the grader's
-# home), answers (the checkout's kernels/solutions), port (a port the test listens on),
-# marker (the name the detached process takes) and sleep (seconds it waits).
-TARGETS = ("other", "out", "secret", "answers", "port", "marker", "sleep")
+# home), answers (the checkout's kernels/solutions), port (a port the test listens on)
+# and marker (the name the detached process takes).
+TARGETS = ("other", "out", "secret", "answers", "port", "marker")
+# The limits they are graded under, small so that the hogs below reach them soon. Each
+# hog stops at twice its limit: a limit that does not hold fails its case (no error to
+# note) instead of taking the machine, and no case waits for a time limit.
+MAX_PROCESSES, MAX_MEMORY_MB, MAX_DISK_MB = 200, 1500, 256
+LIMITS = ("--max-processes", str(MAX_PROCESSES), "--max-memory", f"{MAX_MEMORY_MB}M",
+          "--max-disk", f"{MAX_DISK_MB}M")
+# The detached process waits for the gradebook, written once every sandbox has ended,
+# and then forges it: only a process that outlived its sandbox could. It polls rather
+# than sleeps a fixed time, so it is still waiting when grading ends, however late.
+FORGED = "detached,6 of 6"
 DETACHED = '''\
 import ctypes
 import os
@@ -156,21 +166,25 @@ if os.fork() == 0:  # double fork and a new session: no longer the worker's chil
         os.setsid()
         if os.fork() == 0:
             ctypes.CDLL(None).prctl(15, b"{marker}")  # PR_SET_NAME, for the test to find
-            time.sleep({sleep})
+            for _ in range(3000):  # ten minutes at most
+                if os.path.exists("{out}/grades.csv"):
+                    break
+                time.sleep(0.2)
             for path in ("{out}/grades.csv", "{out}/feedback/detached.md"):
                 with open(path, "w") as f:
-                    f.write("detached,6 of 6")
+                    f.write("{forged}")
     finally:
         os._exit(0)
 os.wait()
 '''
 
-SPIN = '''\
+STUCK = '''\
 import signal
+import time
 
 signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGALRM})  # the notebook's time limit
-while True:
-    pass
+while True:  # never ends; asleep, so that it takes no CPU from the others meanwhile
+    time.sleep(1)
 '''
 
 SNOOPS = ['open("{other}").read()  # another submission',
@@ -185,40 +199,40 @@ WRITES = ['with open("{out}/grades.csv", "w") as f:\n    f.write("forged")',
           'import sys\n\nopen(sys.prefix + "/hostile.txt", "w").write("planted")',
           'open("/hostile.txt", "w").write("planted")']
 
-FORK_BOMB = '''\
+FORK_BOMB = f'''\
 import os
 import time
 
-while True:
+for _ in range({2 * MAX_PROCESSES}):
     if os.fork() == 0:  # every child keeps its place
         time.sleep(3600)
         os._exit(0)
 '''
 
-MEMORY = '''\
+MEMORY = f'''\
 hoard = []
-while True:
+for _ in range({2 * MAX_MEMORY_MB // 64}):
     hoard.append(b"x" * (64 << 20))  # touched, not only reserved
 '''
 
-DISK_FLOOD = '''\
-import itertools
-
-for n in itertools.count():
-    with open(f"{folder}/flood{{n}}", "wb") as f:
+FLOOD_FILES = 2 * MAX_DISK_MB // 16
+DISK_FLOOD = f'''\
+for n in range({FLOOD_FILES}):
+    with open(f"{{folder}}/flood{{{{n}}}}", "wb") as f:
         f.write(b"x" * (16 << 20))
 '''
 
 
 def escapes(targets):
-    """name -> (notebook, points, lines each feedback must hold), aimed at `targets`."""
-    t = targets
+    """name -> (notebook, points, lines each feedback must hold), aimed at `targets`.
+    Each ends by itself, but detached-and-stuck, which only the time limit ends."""
+    t = dict(targets, forged=FORGED)
     return {
         "detached": (notebook([DETACHED.format(**t), SAXPY], "gridstride"), 1, []),
         # the grader's hard limit ends it, with what it started
-        "detached-and-stuck": (notebook([SAXPY, DETACHED.format(**t), SPIN], "gridstride"), 1,
-                               ["stopped while running code cell 3: it ran past the time "
-                                "limit"]),
+        "detached-and-stuck": (notebook([SAXPY, DETACHED.format(**t), STUCK], "gridstride"),
+                               1, ["stopped while running code cell 3: it ran past the time "
+                                   "limit"]),
         "snoops": (notebook([s.format(**t) for s in SNOOPS] + [SAXPY], "gridstride"), 1,
                    [f"FileNotFoundError: [Errno 2] No such file or directory: '{p}'"
                     for p in (t["other"], t["out"], t["secret"], t["answers"])]),
@@ -233,6 +247,6 @@ def escapes(targets):
         "eats-memory": (notebook([MEMORY], "gridstride"), 0, ["raised MemoryError"]),
         "floods-disk": (notebook([DISK_FLOOD.format(folder="."),
                                   DISK_FLOOD.format(folder="/dev/shm"), SAXPY], "gridstride"), 1,
-                        [f"code cell {n} (`import itertools`) raised OSError: [Errno 28] No "
-                         "space left on device" for n in (1, 2)]),
+                        [f"code cell {n} (`for n in range({FLOOD_FILES}):`) raised OSError: "
+                         "[Errno 28] No space left on device" for n in (1, 2)]),
     }
