@@ -29,8 +29,8 @@ def test_the_time_limit_is_read_at_each_call(monkeypatch):
     monkeypatch.setattr(core, "TIME_LIMIT_S", 0.2)
     start = time.monotonic()
     with pytest.raises(core.TimeLimitExceeded, match="did not finish within 0 s"):
-        core.call_with_time_limit(time.sleep, 3)
-    assert time.monotonic() - start < 2
+        core.call_with_time_limit(time.sleep, 60)  # far longer than the limit, however loaded
+    assert time.monotonic() - start < 30
     assert core.call_with_time_limit(lambda: 7, seconds=5) == 7
 
 
@@ -43,7 +43,7 @@ def test_deferred_checks_run_nothing(monkeypatch):
 
 def test_a_timed_out_case_stops_the_report(monkeypatch):
     monkeypatch.setattr(core, "TIME_LIMIT_S", 0.1)
-    report = core.run_cases("sleepy", [("slow", 1, 1), ("never run", 1, 1)],
+    report = core.run_cases("sleepy", [("slow", 60, 1), ("never run", 1, 1)],
                             lambda seconds: time.sleep(seconds))
     assert report.timed_out and not report.passed and len(report.cases) == 1
 
