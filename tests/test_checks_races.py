@@ -38,7 +38,7 @@ def test_a_race_ends_the_check_on_the_simulator_and_names_the_accesses():
                                 "[2, 4]")
     assert case.detail.startswith(races.PREFIX)
     explanation, *picture = case.detail.split("\n")
-    assert "both touch counts[0]" in explanation and "no atomic or lock" in explanation
+    assert "both touch counts[0]" in explanation and "a lost update" in explanation
     # then the race drawn (kernels.trace.diagrams), indented as the report's details
     assert picture[0] == races.INDENT + "counts[0]: counts is 1 element in global memory"
     assert sum("[RW]" in line for line in picture) == 2

@@ -219,7 +219,8 @@ def test_the_tree_without_syncthreads_races_and_the_tree_with_them_does_not(rng)
     assert {r.array for r in broken} == {"partials"}
     # every slot but the last is read by another thread at some level: 255 of them
     assert len(broken) == 255
-    assert all("with no block barrier (cuda.syncthreads()) between them" in r.describe()
+    assert all("with no block barrier (cuda.syncthreads()) between the write and the read"
+               in r.describe()
                for r in broken)
     assert trace.races(trace.run(reduction.sum_shared_tree, a, blocks=2)) == []
 
@@ -256,7 +257,8 @@ def test_blocks_reading_each_others_rows_race_unless_there_is_one_block(rng):
     found = trace.races(trace.run(cooperative.rows_syncthreads, m.copy(), blocks=3,
                                   threads=16))
     assert found and all(r.first.block != r.second.block for r in found)
-    assert all("from different blocks, with no atomic and no lock" in r.why for r in found)
+    assert all("from different blocks, with no atomic and no lock" in r.why
+               and "end the launch between the write and the read" in r.why for r in found)
     assert trace.races(trace.run(cooperative.rows_syncthreads, m.copy(), blocks=1,
                                  threads=16)) == []
     assert trace.races(trace.run(cooperative.rows_grid_sync, m.copy(), threads=16)) == []

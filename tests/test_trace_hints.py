@@ -162,7 +162,7 @@ def test_transpose_without_a_barrier_is_a_race_on_the_tile(rng):
     out = np.full((17, 15), np.nan, np.float32)
     blocks = (math.ceil(17 / 16), math.ceil(15 / 16))
     line = hints.kernel_hint(transpose_no_barrier_kernel, (blocks, (16, 16)), (a, out), 1)
-    assert "both touch tile[" in line and "with no block barrier (cuda.syncthreads()) between them" in line
+    assert "both touch tile[" in line and "put cuda.syncthreads() between them" in line
 
 
 def test_no_line_for_a_passing_answer():

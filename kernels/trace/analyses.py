@@ -13,7 +13,7 @@ import math
 
 import numpy as np
 
-from kernels.trace import order
+from kernels.trace import fixes, order
 
 SECTOR = 32  # bytes: the unit in which a GPU moves global memory
 BANKS = 32  # shared memory banks, each 4 bytes wide
@@ -334,36 +334,6 @@ def _atomic_between(a, b, atomics):
     return i < len(seqs) and seqs[i] < hi
 
 
-def _why(a, b, launch):
-    """What is missing between racing accesses a and b: (in words, in a few words)."""
-    atomic = "atomic" in (a.kind, b.kind)
-    if a.locks or b.locks:
-        if not (a.locks and b.locks):
-            return ("and only one of them holds the lock that guards it: every access to "
-                    "it needs that lock", "the lock, held by both")
-        return ("holding different locks: every access to it needs the same lock",
-                "one lock, held by both")
-    if a.block == b.block:
-        if atomic:
-            return ("and only one of them is atomic, with no block barrier "
-                    "(cuda.syncthreads()) between them: make both atomic, or put a "
-                    "barrier between them", "an atomic for both, or a block barrier")
-        return ("with no block barrier (cuda.syncthreads()) between them, and no atomic "
-                "or lock", "a block barrier (cuda.syncthreads()), an atomic or a lock")
-    if launch.cooperative:
-        return ("from different blocks, with no grid barrier (grid.sync()) between them"
-                + ("; only one of them is atomic" if atomic else ""),
-                "a grid barrier (grid.sync())")
-    if atomic:
-        return ("from different blocks, and only one of them is atomic: a plain access "
-                "beside atomic ones needs an atomic too (or, in a cooperative kernel, a "
-                "grid barrier between them)", "an atomic for the plain access too")
-    return ("from different blocks, with no atomic and no lock (and cuda.syncthreads() "
-            "orders only the threads of one block: a grid barrier, grid.sync() in a "
-            "cooperative launch, orders blocks)", "an atomic, a lock or a grid barrier (a "
-            "block barrier orders one block only)")
-
-
 def races(trace, kernel=None):
     """Pairs of accesses to one address, by different threads of one launch, at least
     one writing, not both atomic, that nothing orders: no block barrier between them
@@ -373,6 +343,7 @@ def races(trace, kernel=None):
     launches = trace.launches if kernel is None else [trace.launch(kernel)]
     found = []
     for launch in launches:
+        fix = fixes.Fixes(launch)  # what is missing, for the kind of race each is
         by_element = collections.defaultdict(list)
         for a in launch.accesses:
             block = a.block[::-1] if a.space == "shared" else None  # shared: per block
@@ -383,7 +354,7 @@ def races(trace, kernel=None):
             if race is not None:
                 w, o = sorted(race, key=_by_thread)
                 found.append(Race(launch.kernel, w.array, w.index, w, o,
-                                  *_why(w, o, launch), launch.number))
+                                  *fix.why(w, o), launch.number))
     return found
 
 
