@@ -149,3 +149,20 @@ def rec(key):
 
 def med(row):
     return compare.ms(row)
+
+
+def render(chapter, marker, **names):
+    """Run the lines of `chapter`'s code cell from the one that holds `marker` to the
+    cell's end, with `names` defined and ``glue`` recording: the glued values, as the
+    page would print them for those inputs (another device's, a perturbed recording)."""
+    import re
+    text = (BENCH.parents[1] / f"{chapter}.md").read_text()
+    cells = re.findall(r"```\{code-cell\}[^\n]*\n(.*?)```", text, flags=re.S)
+    found = [c for c in cells if marker in c]
+    if len(found) != 1:
+        raise LookupError(f"{chapter}.md: {len(found)} code cells hold {marker!r}")
+    code = found[0][found[0].index(marker):]
+    glued = {}
+    names = {"glue": lambda key, value, display=True: glued.__setitem__(key, value), **names}
+    exec(compile(code, f"{chapter}.md", "exec"), names)
+    return glued

@@ -89,3 +89,53 @@ def test_intro_lists_every_page_of_the_book_in_toc_order():
     intro = (root / "book" / "intro.md").read_text()
     rows = re.findall(r"^\| \{doc\}`([^`]+)` \|", intro, flags=re.M)
     assert rows == toc
+
+
+# Words that compare or quantify what a figure measured. A caption cannot be glued, so
+# it says what the figure shows and leaves the comparison to the glued text beside it.
+COMPARISON = re.compile(
+    r"\b(faster|slower|quicker|cheaper|dearer|costlier|better|worse|more|less|fewer|than"
+    r"|beats?|outperforms?|approach(es)?|close to|near|far (above|below|left|right|the)"
+    r"|tallest|shortest|just (under|over)|twice|sharply|steeply|nearly flat|stays flat"
+    r"|levels? off|levelling off|too (few|many)"
+    r"|hundreds of|thousands of|dozens of|a few (nano|micro|milli)?seconds)\b"
+    r"|\d\s*(ns|µs|ms|GB/s|TFLOP/s)(?!\w)", re.I)
+
+
+def captions_and_alt_text():
+    """(where, text) of every caption and alt text in the chapters: a code cell's
+    ``caption:`` or ``alt:`` (folded or on one line) and a directive's ``:alt:``."""
+    found = []
+    for md in sorted((ROOT / "book").glob("*.md")):
+        lines = md.read_text().splitlines()
+        for i, line in enumerate(lines):
+            m = re.match(r"^(\s*):?(caption|alt):\s*(.*)$", line)
+            if not m:
+                continue
+            indent, text = len(m.group(1)), m.group(3)
+            if text in (">-", ">", "|", "|-", ""):
+                block = []
+                for nxt in lines[i + 1:]:
+                    if nxt.strip() and len(nxt) - len(nxt.lstrip()) <= indent:
+                        break
+                    block.append(nxt.strip())
+                text = " ".join(block)
+            found.append((f"{md.name}:{i + 1} {m.group(2)}", text.strip()))
+    return found
+
+
+def test_captions_and_alt_text_hold_no_comparisons():
+    """DESIGN: "Captions and alt text state what a figure shows, never a comparison":
+    a comparison in a caption cannot follow the recording, so it drifts with the next."""
+    found = captions_and_alt_text()
+    assert len(found) > 40  # the parser still finds the book's captions
+    said = {where: COMPARISON.search(text).group(0) for where, text in found
+            if COMPARISON.search(text)}
+    assert not said, said
+
+
+def test_the_caption_scan_catches_a_comparison():
+    for text in ("each version is faster than the one before", "the lock costs hundreds "
+                 "of nanoseconds", "it reaches 61 TFLOP/s", "close to cuBLAS"):
+        assert COMPARISON.search(text), text
+    assert not COMPARISON.search("Every histogram version, fastest first, on the text")

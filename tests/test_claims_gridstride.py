@@ -24,16 +24,19 @@ def test_gridstride_one_per_element_is_as_fast_as_anything():
 
 def test_gridstride_bandwidth_levels_off_once_each_sm_is_full():
     """gridstride.md: "With one block per SM ... bandwidth is low. It rises as blocks are
-    added, and levels off once each SM is full (8 blocks of 256 threads = 2,048 threads
-    per SM); more blocks after that change little"."""
+    added, and levels off once each SM is full (on the [device], [threads per SM / 256]
+    blocks of 256 threads = [threads per SM] threads per SM); more blocks after that
+    change little" (the numbers glued from kernels.hardware for the sweep's device)."""
+    from kernels import hardware
     sweep = rec("gridstride.blocks_sweep")
+    full = hardware.max_threads_per_sm(sweep.env["device"]["compute_capability"]) // 256
     rows = sorted(sweep.rows(kind="kernel"), key=lambda r: r["blocks_per_sm"])
     best = min(rows, key=med)
     assert compare.ratio(best, rows[0]) > 2
-    times = [med(r) for r in rows if r["blocks_per_sm"] < 8]
+    times = [med(r) for r in rows if r["blocks_per_sm"] < full]
     assert times == sorted(times, reverse=True)
     for r in rows:
-        if r["blocks_per_sm"] >= 8:
+        if r["blocks_per_sm"] >= full:
             assert compare.verdict(r, best) == "as fast", r["blocks_per_sm"]
 
 
@@ -53,3 +56,20 @@ def test_a_numba_launch_costs_tens_of_microseconds_of_host_time():
     launch = rec("streams.host_costs").get("kernel launch")["host_us"]
     assert 10 <= launch < 100
     assert launch > 1e3 * med(rec("reduction.sum_int32").get("sum_last_block"))
+
+
+def test_gridstride_occupancy_words_follow_the_device(recording):
+    """Item 4 of issue 35: the threads that fill an SM are the device's, so a T4 (sm_75,
+    1,024 threads per SM) reads 4 blocks of 256, and the recordings' Hopper GPUs 8."""
+    import types
+
+    import claims
+    from kernels import hardware
+    t4 = {"name": "Tesla T4", "compute_capability": [7, 5], "sm_count": 40}
+    for device, blocks, threads in ((t4, "4", "1,024"),
+                                    (recording.data["device"], "8", "2,048")):
+        sweep = types.SimpleNamespace(env={"device": device})
+        glued = claims.render("gridstride", '# what "full" means', sweep=sweep,
+                              hardware=hardware)
+        assert (glued["sm_full_blocks"], glued["sm_threads"]) == (blocks, threads)
+        assert glued["sweep_device"] == device["name"]

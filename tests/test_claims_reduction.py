@@ -44,16 +44,14 @@ def test_reduction_managed_memory_is_slower_than_a_pinned_copy():
     assert managed - on_device > 2 * h2d_ms
 
 
-def test_reduction_loads_matter_more_than_the_tree():
-    """reduction.md: "The tree hardly matters; the loads do. Moving from the simple loop
-    to four loads in flight (`sum_unrolled`) gains more than replacing the
-    shared-memory tree by warp shuffles ... The shuffle version's gain over
-    `sum_unrolled` is within the spread of the repeats"."""
+def test_reduction_neither_loads_nor_tree_moved_the_time_much():
+    """reduction.md: "Neither the loads nor the tree moved the time much. Four loads in
+    flight by hand (`sum_unrolled`) came out [glued], and warp shuffles ... came out
+    [glued]" (neither gains more than 15%, whatever the words)."""
     sums = rec("reduction.sum_int32")
-    tree, unrolled, shuffle = (med(sums.get(n)) for n in
+    tree, unrolled, shuffle = (sums.get(n) for n in
                                ("sum_shared_tree", "sum_unrolled", "sum_warp_shuffle"))
-    assert tree - unrolled > unrolled - shuffle
-    assert compare.verdict(sums.get("sum_warp_shuffle"), sums.get("sum_unrolled")) == "as fast"
+    assert compare.ratio(unrolled, tree) < 1.15 and compare.ratio(shuffle, unrolled) < 1.15
 
 
 def test_reduction_nothing_reaches_the_copy_bandwidth():
