@@ -36,43 +36,102 @@ def _inputs(name, label):
 UNIFORM, TEXT, SPACES = "uniform over 128 bins", "Shakespeare", "all spaces"
 
 
-def test_atomics_global_atomics_agree_within_a_benchmark():
-    """atomics.md: "the same kernel, launch and text took from ... to ... µs in different
-    benchmarks of the same recording ..., while the repeats within one benchmark agree
-    to 1%"."""
-    for r in (_versions().get("histogram_global_atomics"),
-              _inputs("histogram_global_atomics", TEXT)):
-        assert r["time_ms"]["p90"] - r["time_ms"]["p10"] < 0.01 * med(r)
+def _global_atomics_runs():
+    """Every H100 run kept that timed histogram_global_atomics, as recorded, stale or not:
+    the kernel and its host function are the same in all of them (checked against the
+    source at each run's commit when they were kept), only the other versions changed."""
+    import json
+
+    import claims
+    files = sorted(claims.BENCH.glob("*.json")) + sorted(claims.HISTORY.glob("*.json"))
+    runs = {}
+    for path in files:
+        data = json.loads(path.read_text())
+        if not data["device"]["name"].startswith("NVIDIA H100"):
+            continue
+        for key in ("histogram.versions", "histogram.inputs"):
+            entry = data["benchmarks"].get(key)
+            if entry:
+                rows = [r for r in entry["rows"] if r["name"] == "histogram_global_atomics"]
+                runs[key, entry["date"]] = rows
+    return runs
 
 
-def test_atomics_global_atomics_slower_on_text_than_uniform_and_slowest_on_spaces():
-    """atomics.md pitfalls: "The global-atomics version is markedly slower on the text
-    than on uniform bytes in every recorded run (above), and a text made only of spaces
-    is slower still"."""
-    uniform = _inputs("histogram_global_atomics", UNIFORM)
-    texts = [_versions().get("histogram_global_atomics"),
-             _inputs("histogram_global_atomics", TEXT)]
-    for text in texts:
-        assert compare.ratio(uniform, text) > 1.5
-        assert compare.verdict(_inputs("histogram_global_atomics", SPACES), text) == "slower"
+def test_atomics_global_atomics_sit_on_two_levels_across_the_h100_runs():
+    """atomics.md: "In the H100 runs of 2026-11-23 to 2026-11-25 (the recordings in
+    book/_data/bench/history), the same kernel, launch and text took either about 1,490
+    or about 2,580 µs, and on uniform bytes about 750 or about 1,570 µs: two levels,
+    nothing between, while the repeats within one benchmark agree to 1%"."""
+    levels = {"Shakespeare": (1490, 2580), UNIFORM: (750, 1570)}
+    seen = {label: set() for label in levels}
+    runs = _global_atomics_runs()
+    assert {date[:10] for _, date in runs} >= {"2026-11-23", "2026-11-25"}
+    for (key, date), rows in runs.items():
+        for r in rows:
+            label = r.get("input", "Shakespeare")
+            if label not in levels:
+                continue
+            us = 1e3 * med(r)
+            near = [lv for lv in levels[label] if abs(us / lv - 1) < 0.03]
+            assert near, (key, date, label, us)
+            seen[label].add(near[0])
+            assert r["time_ms"]["p90"] - r["time_ms"]["p10"] < 0.01 * med(r), (key, date)
+    assert all(len(s) == 2 for s in seen.values()), seen
+
+
+def test_atomics_all_spaces_is_the_slowest_input_for_global_atomics():
+    """atomics.md pitfalls: "For the global-atomics version a text made only of spaces
+    was the slowest input in every recorded run; how the text itself compares with
+    uniform bytes depends on the run"."""
+    inputs = rec("histogram.inputs")
+    spaces = inputs.get("histogram_global_atomics", input=SPACES)
+    for label in (UNIFORM, TEXT):
+        assert compare.verdict(spaces, inputs.get("histogram_global_atomics",
+                                                  input=label)) == "slower"
+    verdicts = set()
+    for (key, _), rows in _global_atomics_runs().items():
+        if key == "histogram.inputs":
+            by = {r["input"]: r for r in rows}
+            verdicts.add(compare.verdict(by[TEXT], by[UNIFORM]))
+            assert compare.verdict(by[SPACES], by[TEXT]) == "slower"
+    assert len(verdicts) > 1, verdicts
 
 
 def test_atomics_same_counter_shared_atomics_are_cheap():
-    """atomics.md: "`histogram_shared_atomics` ... on nothing but spaces ..., though there
-    every lane of a warp hits the same counter: the lanes of a warp that hit *the same*
-    counter are combined cheaply"."""
+    """atomics.md: "`histogram_shared_atomics` ... on nothing but spaces [glued], though
+    there every lane of a warp hits the same counter: whatever the hardware does with
+    such a warp, this is what it costs" (the lesson the section draws: in shared memory
+    one hot counter is no disaster)."""
     for name in ("histogram_shared_atomics", "histogram_shared_wide_loads"):
-        assert compare.verdict(_inputs(name, SPACES), _inputs(name, UNIFORM)) != "slower"
+        assert compare.ratio(_inputs(name, UNIFORM), _inputs(name, SPACES)) > 0.75
 
 
-def test_atomics_counting_costs_the_most_beyond_the_read():
-    """atomics.md, version 7: "Of what histogram_bin_tickets does beyond reading the
-    text, counting costs the most" (the stage breakdown on the whole text)."""
-    stages = rec("histogram.breakdown")
-    n = max(r["bytes"] for r in stages.rows())
-    t = [med(stages.get(f"up to {st}", bytes=n)) for st in ("read", "clear", "count", "merge")]
-    added = {"clear": t[1] - t[0], "count": t[2] - t[1], "merge": t[3] - t[2]}
-    assert max(added, key=added.get) == "count", added
+def test_atomics_stage_sentence_names_a_largest_stage_only_beyond_the_noise():
+    """atomics.md, where the time goes: "Clearing the counters adds ...; counting, ...;
+    merging with the tickets, ...: [the largest part is the ... | no stage stands out]"
+    (generated): a stage is called the largest only when it leads the next by more than
+    the repeats' spread, and a cost inside that spread is said to be noise, never
+    printed as a negative cost."""
+    import re
+
+    import claims
+    from kernels import histogram_stages
+    shown = []
+    glued = claims.render("atomics", "if stages is not None:",
+                          stages=rec("histogram.breakdown"),
+                          histogram_stages=histogram_stages, HTML=str, Markdown=str,
+                          display=lambda *objs: shown.extend(objs))
+    assert glued == {}
+    text = shown[-1]
+    for said in re.findall(r"(?:adds|counting,|tickets,) ([-+]?[\d.]+) µs", text):
+        assert float(said) > 0, text
+    if "largest part" in text:
+        stages = rec("histogram.breakdown")
+        n = max(r["bytes"] for r in stages.rows())
+        t = [med(stages.get(f"up to {st}", bytes=n)) for st in histogram_stages.STAGES]
+        added = sorted(b - a for a, b in zip(t, t[1:]))
+        spread = max(r["time_ms"]["p90"] - r["time_ms"]["p10"] for r in stages.rows())
+        assert added[-1] - added[-2] > spread, text
 
 
 def test_atomics_input_matters_far_less_in_shared_memory():
