@@ -6,7 +6,7 @@ STAMP  := $(VENV)/.installed
 CHROMEDRIVER := /usr/bin/chromedriver
 BWRAP        := /usr/bin/bwrap
 
-.PHONY: book test bench publish lock clean
+.PHONY: book test bench publish lock clean mutants
 
 $(STAMP): requirements.txt pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -36,6 +36,12 @@ $(BWRAP):
 	$(if $(filter 0,$(shell id -u)),,sudo) apt-get update -qq
 	$(if $(filter 0,$(shell id -u)),,sudo) env DEBIAN_FRONTEND=noninteractive \
 	  apt-get install -y -qq --no-install-recommends bubblewrap
+
+# Every mutant of the reference solutions graded on the simulator (tens of minutes):
+# writes tests/mutation_results.json and the table on book/instructors.md, which
+# `make test` checks (tests/test_mutants.py grades one round of them again).
+mutants: $(STAMP) $(BWRAP)  ## grade every mutant of the exercises' solutions (tests/mutation_runs.py)
+	$(PY) tests/mutation_runs.py --jobs 2
 
 bench: $(STAMP)  ## run every benchmark on a GPU and record it under book/_data/bench/
 	$(PY) -m kernels bench

@@ -4,7 +4,8 @@ Versions (VERSIONS maps each name to its host function; all compute a . b):
     dot_partial     one partial sum per block, summed on the host
     dot_mutex       each block adds its partial to the total under a mutex
     dot_atomic      each block adds its partial with one float32 atomic add
-    dot_last_block  dot_atomic with eight loads in flight per thread and one launch: the
+    dot_last_block  dot_atomic with eight loads in flight per thread and, given a total
+                    to reuse (into=), one launch: the
                     blocks add into a total kept at zero between calls, and the last
                     block to finish (a ticket taken after a memory fence) hands it out
 Beside them:
@@ -363,8 +364,9 @@ def dot_atomic(a, b, *, blocks=None, threads=THREADS, into=None):
 
 
 def dot_last_block(a, b, *, blocks=None, threads=THREADS, into=None):
-    """Queue a . b in one launch (no reset launch): the last block writes the total;
-    return a DeviceTotal."""
+    """Queue a . b; the last block writes the total; return a DeviceTotal. With `into`
+    (a DeviceTotal reused across calls) that is one launch; without it, the fresh total's
+    flag and lock are first cleared by a reset launch."""
     blocks, threads = _dot_args(a, b, blocks, threads)
     total = _into(into, np.float32) if into is not None else DeviceTotal(np.float32).reset()
     sums = scratch.buffer("dot total", np.zeros(1, np.float32))

@@ -7,6 +7,12 @@ to finish copies the total out and puts the starting value back, ready for the n
 call. Calls on one stream follow each other, so they never share the buffer at once
 (every launcher of this package uses the default stream). ``is_last_block`` tells
 a block whether it is that last one.
+
+The fence in ``is_last_block`` is the writers' half of the pattern: each block's adds
+are visible before its ticket counts. The reader needs its half too: the last block
+must read the totals with atomics (``atomic.exch``, ``atomic.add(x, 0)``), as every
+kernel here does, or after a fence of its own; a plain load could be served from a
+stale line in its own SM's L1 cache.
 """
 
 import numpy as np
