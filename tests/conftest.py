@@ -1,3 +1,4 @@
+import importlib.util
 import inspect
 import os
 import pathlib
@@ -12,6 +13,18 @@ import kernels
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 
 
+def pytest_configure(config):
+    config.addinivalue_line("markers", "needs(*modules): skipped where one of these modules "
+                            "is not installed (the lent GPU machine has no Jupyter, "
+                            "jupytext, nbformat or selenium)")
+
+
+def missing(*modules):
+    """Why a test that imports `modules` (top-level names) cannot run here, or None."""
+    gone = [m for m in dict.fromkeys(modules) if importlib.util.find_spec(m) is None]
+    return f"needs {', '.join(gone)}, which this machine does not have" if gone else None
+
+
 @pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the groups
 def pytest_collection_modifyitems(config, items):
     if kernels.SIMULATOR:
@@ -19,6 +32,10 @@ def pytest_collection_modifyitems(config, items):
         for item in items:
             if "gpu" in item.keywords:
                 item.add_marker(skip)
+    for item in items:
+        why = missing(*(m for mark in item.iter_markers("needs") for m in mark.args))
+        if why:
+            item.add_marker(pytest.mark.skip(reason=why))
     group_by_shared_fixtures(items)
 
 
@@ -56,6 +73,9 @@ def rng():
 @pytest.fixture(scope="session")
 def built_book(tmp_path_factory):
     """The HTML book, built once per session with execution and warnings as errors."""
+    why = missing("jupyter_book")
+    if why:
+        pytest.skip(why)
     out = tmp_path_factory.mktemp("book")
     env = dict(os.environ, NUMBA_ENABLE_CUDASIM="1" if kernels.SIMULATOR else "0")
     proc = subprocess.run(

@@ -51,21 +51,22 @@ def test_mutex_float_atomic_beats_the_lock_and_cupy():
 
 
 def test_mutex_contention_curves():
-    """mutex.md: "`dot_atomic` stays near its best ... up to thousands of blocks"; "(The
-    left end of both curves is slow for another reason: 32 blocks of 256 threads are too
-    few to keep the memory busy.)"; kernels/benchmarks/mutex.py: the mutex is fastest with
-    about one block per SM and slower with every block beyond; dot_atomic is within about
-    1 us from 4 to 32 blocks per SM."""
+    """mutex.md: "`dot_atomic` stays within 15% of its best ... up to [glued] blocks; with
+    [the most blocks] its atomics queue too"; "(The left end of both curves is slow for
+    another reason: 32 blocks of 256 threads are too few to keep the memory busy.)";
+    kernels/benchmarks/mutex.py: the mutex is fastest with about one block per SM and
+    slower with every block beyond; dot_atomic stays within 15% of its best from 4 to
+    32 blocks per SM."""
     cont = rec("mutex.contention")
     sms = cont.entry["params"]["sm_count"]
     atomic = {r["blocks"]: r for r in cont.rows(name="dot_atomic")}
     mutex = {r["blocks"]: r for r in cont.rows(name="dot_mutex")}
     best = min(atomic.values(), key=med)
-    assert med(atomic[32 * sms]) < 1.1 * med(best)
+    assert med(atomic[max(atomic)]) > 1.15 * med(best)
     assert compare.verdict(atomic[min(atomic)], best) == "slower"
     assert compare.verdict(mutex[min(mutex)], min(mutex.values(), key=med)) == "slower"
     assert min(mutex.values(), key=med)["blocks"] <= sms
     beyond = [med(mutex[b]) for b in sorted(mutex) if b >= sms]
     assert beyond == sorted(beyond)
-    span = [med(atomic[k * sms]) for k in (4, 8, 32)]
-    assert (max(span) - min(span)) * 1e3 < 1.5
+    for k in (4, 8, 32):
+        assert med(atomic[k * sms]) <= 1.15 * med(best), k

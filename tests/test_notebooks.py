@@ -47,11 +47,13 @@ def test_every_notebook_chapter_is_found():
     assert "book/intro" not in CHAPTERS  # plain Markdown page, not a notebook
 
 
+@pytest.mark.needs("jupytext", "nbformat")
 def test_committed_notebooks_are_up_to_date():
     stale = notebooks.out_of_date(ROOT)
     assert not stale, f"out of date: {stale}; regenerate them with `make notebooks`"
 
 
+@pytest.mark.needs("nbformat")
 @pytest.mark.parametrize("name", CHAPTERS)
 def test_notebook_is_plain_jupyter_for_colab(name):
     import nbformat
@@ -180,6 +182,7 @@ Back to {ref}`the idea <a-idea>` and {ref}`a-ex-first`.
 """
 
 
+@pytest.mark.needs("jupytext", "nbformat")
 def test_converter_turns_myst_into_markdown_colab_renders(tmp_path):
     root = make_book(tmp_path, {"a": CHAPTER_A, "b": CHAPTER_B})
     nbs = notebooks.Converter(root).convert()
@@ -221,6 +224,7 @@ def test_glue_stand_in_prints_numbers_and_shows_objects(tmp_path, capsys):
     ("See {ref}`missing-label`.\n", "no such label"),
     ("```{literalinclude} ../kernels/demo.py\n:pyobject: absent\n```\n", "absent"),
 ])
+@pytest.mark.needs("jupytext", "nbformat")
 def test_unknown_myst_is_an_error_that_says_what_to_do(tmp_path, text, complaint):
     root = make_book(tmp_path, {"a": "# A\n\n" + text})
     with pytest.raises(notebooks.ConversionError, match=re.escape(complaint)):
@@ -234,6 +238,7 @@ def test_repository_must_be_on_github(tmp_path):
         notebooks.Converter(root).convert()
 
 
+@pytest.mark.needs("jupytext", "nbformat")
 def test_write_then_check_and_stray_notebooks_removed(tmp_path, capsys):
     root = make_book(tmp_path, {"a": "# A\n"})
     assert notebooks.out_of_date(root) == ["book/a.ipynb"]
