@@ -34,7 +34,9 @@ def build_parser():
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     def command(name, text):  # the list's one line is also the command's own --help
-        return sub.add_parser(name, help=text, description=f"{text[0].upper()}{text[1:]}.")
+        command = sub.add_parser(name, help=text, description=f"{text[0].upper()}{text[1:]}.")
+        command.set_defaults(command_parser=command)  # its errors show its own usage
+        return command
 
     command("info", "say what the kernels run on, as JSON on stdout")
     bench = command("bench", "run benchmarks on a GPU and record them")
@@ -50,7 +52,9 @@ def build_parser():
     grade.add_argument("--out", required=True, help="folder for grades.csv and feedback/")
     grade.add_argument("--jobs", type=int, help="notebooks graded at once (default: the cores)")
     grade.add_argument("--timeout", type=float, default=900,
-                       help="seconds for one notebook, cells and checks (default: 900)")
+                       help="seconds for one notebook in all (default: 900): most of it "
+                       "to check its exercises, the rest to run it for the feedback's "
+                       "notes (grade says how it splits)")
     grade.add_argument("--gradescope", action="store_true",
                        help="also write Gradescope's results.json (for one student's upload)")
     grade.add_argument("--max-processes", type=int, default=1024, metavar="N",
@@ -86,7 +90,7 @@ def main(argv=None):
     if args.command in ("grade", "grade-setup", "grade-passed"):
         from kernels.grading import cli
 
-        return cli.run(args, parser)
+        return cli.run(args, args.command_parser)
 
     import kernels
     from kernels import harness

@@ -94,9 +94,11 @@ def _error(err):
 
 
 def run(cells, namespace, seconds=None, on_cell=lambda number: None, *, strict=False,
-        keep_setup=False):
+        keep_setup=False, limit=None):
     """Run the code cells of `cells` (notebook cell dicts, whose outputs are replaced
-    by what each prints) in `namespace`, within `seconds` in all (None: no limit).
+    by what each prints) in `namespace`, within `seconds` in all (None: no limit);
+    `limit`, where that is a share of a larger limit (the grader's), says how, in
+    words that follow "its time limit".
 
     Returns notes: one line per thing that went wrong. With `strict`, the first cell
     that fails (an error its cell does not expect, a syntax error, IPython syntax, the
@@ -167,8 +169,8 @@ def run(cells, namespace, seconds=None, on_cell=lambda number: None, *, strict=F
                 cell["outputs"] = [{"output_type": "stream", "name": "stdout",
                                     "text": "".join(out.kept)}]
     except NotebookTimeout:
-        note = (f"{where} was stopped: the notebook ran past its time limit of "
-                f"{seconds:.3g} s, so the cells after it did not run")
+        note = (f"{where} was stopped: the notebook ran past its time limit "
+                f"{limit or f'of {seconds:.3g} s'}, so the cells after it did not run")
         if strict:
             raise CellError(note) from None
         notes.append(note)

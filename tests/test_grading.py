@@ -225,7 +225,8 @@ def test_an_unsolved_chapter_notebook_earns_nothing(hostile_grades):
     row = rows["book-gridstride"]
     assert (row["chapters"], row["total"], row["possible"]) == ("gridstride", "0", "6")
     assert "reduction-ex-argmax" not in feedback["book-gridstride"]  # other chapters: not graded
-    assert row["reduction-ex-argmax"] == ""
+    # its column is there only if another notebook of the run answers the chapter
+    assert row.get("reduction-ex-argmax", "") == ""
 
 
 def test_gradescope_results_follow_its_format(hostile_grades):

@@ -17,8 +17,24 @@ def test_collect_names_files_and_folders_uniquely(tmp_path):
     (tmp_path / "class" / "notes.txt").write_text("not graded")
     single = write(notebook(["x = 1"]), tmp_path / "alice gridstride.ipynb")
     found = submissions.collect([tmp_path / "class", single, single])
-    assert [s.name for s in found] == ["alice-gridstride", "bob-gridstride",
-                                       "alice_gridstride", "alice_gridstride-2"]
+    assert [s.name for s in found] == ["alice", "bob", "alice_gridstride",
+                                       "alice_gridstride-2"]
+
+
+def test_a_notebook_named_for_its_chapter_is_named_by_its_folder(tmp_path):
+    """Every student's copy is gridstride.ipynb: passed as files or as a folder, each is
+    named by the folder that holds it; one student's two chapters keep the file's name."""
+    for who in ("alice", "bob", "carol"):
+        (tmp_path / "class" / who).mkdir(parents=True)
+        write(notebook(["x = 1"]), tmp_path / "class" / who / "gridstride.ipynb")
+    write(notebook(["x = 1"]), tmp_path / "class" / "alice" / "atomics.ipynb")
+    write(notebook(["x = 1"]), tmp_path / "class" / "carol" / "Copy of gridstride (1).ipynb")
+    files = [tmp_path / "class" / who / "gridstride.ipynb" for who in ("alice", "bob")]
+    assert [s.name for s in submissions.collect(files)] == ["alice", "bob"]
+    assert [s.name for s in submissions.collect([tmp_path / "class"])] == [
+        "alice-atomics", "alice-gridstride", "bob", "carol-Copy_of_gridstride_1_",
+        "carol-gridstride"]
+    assert [s.name for s in submissions.collect([tmp_path / "class" / "bob"])] == ["bob"]
 
 
 @pytest.mark.parametrize("make, message", [

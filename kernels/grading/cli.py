@@ -12,13 +12,15 @@ SIZE = re.compile(r"(\d+(?:\.\d+)?)([KMGT]?)i?B?", re.I)
 
 
 def run(args, parser):
+    """Run grading sub-command args.command; `parser` is that sub-command's own, so an
+    error shows its usage."""
     if args.command == "grade":
         return grade(args, parser)
     if args.command == "grade-passed":
         try:
             ok, message = reports.passed(args.grades, args.label)
-        except (OSError, ValueError, KeyError) as err:
-            parser.error(f"grade-passed: {err}")
+        except ValueError as err:
+            parser.error(str(err))
         print(message)
         return 0 if ok else 1
     if args.service == "gradescope":
@@ -47,15 +49,22 @@ def grade(args, parser):
     if limits.processes < 64:
         parser.error(f"--max-processes must be at least 64 (Python, NumPy and the "
                      f"simulator start threads), got {limits.processes}")
-    box = containment(args, limits, parser)
     out = pathlib.Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
+    if out.exists() and not out.is_dir():
+        parser.error(f"--out {args.out}: a file of that name is there; --out names the "
+                     "folder to write grades.csv and feedback/ into")
     try:
         subs = submissions.collect(args.submissions)
     except submissions.SubmissionError as err:
         if args.gradescope:  # the student sees this on Gradescope
+            out.mkdir(parents=True, exist_ok=True)
             reports.write_gradescope([], out / "results.json", note=str(err))
         parser.error(str(err))
+    box = containment(args, limits, parser)
+    # only now, when grading starts: a command that failed leaves no empty folder behind
+    out.mkdir(parents=True, exist_ok=True)
+    print(f"grading {len(subs)} notebook{'s' if len(subs) > 1 else ''}, each within "
+          f"{runner.split(args.timeout)}", file=sys.stderr, flush=True)
 
     def progress(o):
         print(f"{o.submission.name}: {o.total} of {o.possible} points"

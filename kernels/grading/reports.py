@@ -8,11 +8,12 @@ from kernels.checks import registry
 
 
 def write_grades(outcomes, path):
-    """One row per submission, one column per exercise (points earned; empty where the
-    submission's chapter does not have it), the total, the possible, the device, the
-    number of notes, and the flags: the exercises the grader could not check itself, for
-    the instructor to look at."""
-    labels = list(registry.EXERCISES)
+    """One row per submission, one column per exercise of the chapters graded (points
+    earned; empty where the submission's chapter does not have it), the total, the
+    possible, the device, the number of notes, and the flags: the exercises the grader
+    could not check itself, for the instructor to look at."""
+    graded = {chapter for o in outcomes for chapter in o.chapters}
+    labels = [label for label, ex in registry.EXERCISES.items() if ex.chapter in graded]
     with open(path, "w", newline="") as f:
         writer = csv.writer(f)
         writer.writerow(["submission", "file", "chapters", *labels, "total", "possible",
@@ -33,8 +34,8 @@ def feedback(outcome):
         lines.append(f"Chapter{'s' if len(o.chapters) > 1 else ''}: {', '.join(o.chapters)}. "
                      f"Score: **{o.total} of {o.possible} points**. "
                      f"Ran on: {o.device or 'nothing (the notebook was not run)'}.")
-    lines += ["", "The grader ran your notebook from top to bottom for the notes below, "
-              "then checked each exercise on its own, on cases drawn for this grading "
+    lines += ["", "The grader ran your notebook from top to bottom for the notes below "
+              "and checked each exercise on its own, on cases drawn for this grading "
               "run: it ran only the code the function the exercise names needs, in a "
               "fresh process. What your notebook printed does not count.", ""]
     if o.notes:
@@ -86,12 +87,32 @@ def write_gradescope(outcomes, path, note=None):
 
 
 def passed(grades_csv, label):
-    """(True, message) if every submission in grades.csv earned exercise `label`'s points."""
+    """(True, message) if every submission in grades.csv earned exercise `label`'s
+    points, else (False, message); ValueError, said in a sentence, if the file is not a
+    grades.csv or the label no exercise's."""
     if label not in registry.EXERCISES:
-        raise ValueError(f"no exercise labelled {label!r}; labels: {', '.join(registry.EXERCISES)}")
-    with open(grades_csv, newline="") as f:
-        rows = list(csv.DictReader(f))
-    points = registry.EXERCISES[label].points
+        raise ValueError(f"{label!r} is not an exercise's label; the labels are "
+                         f"{', '.join(registry.EXERCISES)}")
+    what = "give the grades.csv that `python -m kernels grade` wrote into its --out folder"
+    try:
+        with open(grades_csv, newline="", encoding="utf-8") as f:
+            reader = csv.DictReader(f)
+            rows, columns = list(reader), reader.fieldnames or []
+    except FileNotFoundError:
+        raise ValueError(f"{grades_csv}: there is no such file; {what}") from None
+    except IsADirectoryError:
+        raise ValueError(f"{grades_csv} is a folder; {what}") from None
+    except (OSError, UnicodeDecodeError, csv.Error) as err:
+        raise ValueError(f"{grades_csv} could not be read as a grades.csv ({err}); "
+                         f"{what}") from None
+    if "submission" not in columns:
+        raise ValueError(f"{grades_csv} is not a grades.csv that grading wrote: it has no "
+                         f"`submission` column; {what}")
+    ex = registry.EXERCISES[label]
+    if label not in columns:
+        return False, (f"{label}: not passed: no notebook graded in {grades_csv} answers the "
+                       f"{ex.chapter} chapter, so it has no column for this exercise")
+    points = ex.points
     earned = [(row["submission"], row.get(label) or "") for row in rows]
     if not earned or any(e != str(points) for _, e in earned):
         shown = ", ".join(f"{s}: {e or 'not graded'}" for s, e in earned) or "no submission"

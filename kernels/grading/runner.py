@@ -56,6 +56,14 @@ JUDGE = ("import json, sys; sys.path[:] = json.loads(sys.argv[1]); "
          "from kernels.grading.judge import main; main()")
 
 
+def split(timeout):
+    """How the time limit of one notebook is shared, said with the limit as given."""
+    judge = timeout * JUDGE_SHARE
+    return (f"the time limit of {timeout:g} s per notebook (--timeout): up to {judge:.0f} "
+            f"s ({JUDGE_SHARE:.0%}) to check its exercises, then what is left, at least "
+            f"{timeout - judge:.0f} s, to run it for the feedback's notes")
+
+
 def library_paths():
     """This interpreter's import folders, less any that holds a `kernels` (a checkout)."""
     return [p for p in sys.path if p and os.path.isdir(p)
@@ -147,15 +155,21 @@ def _read_channel(stream, nonce, messages, problems):
         messages.append(message)
 
 
-def run_worker(folder, seconds, box=None):
+def run_worker(folder, seconds, box=None, timeout=None):
     """Run the notebook in `folder` (kernels.grading.worker) within `seconds`: in `box`
-    (a sandbox.Sandbox), or, with None, only in a process of its own.
+    (a sandbox.Sandbox), or, with None, only in a process of its own. `timeout`: the
+    notebook's whole time limit, of which `seconds` is what is left for this run.
 
     Returns (messages, problems, how it ended: None if it exited by itself, else the
     reason it was stopped), once every process it started has ended."""
     nonce = secrets.token_hex(16)
     argv, job, cwd = student_process("worker", folder, box, os.path.join(folder, "scratch"))
-    job.update(nonce=nonce, seconds=seconds)
+    # said after "time limit": the limit as the instructor gave it, and this run's share
+    limit = (f"(the grader gives each notebook {timeout:g} s: up to "
+             f"{timeout * JUDGE_SHARE:.0f} s to check its exercises, and what is left, here "
+             f"{seconds:.0f} s, to run it for these notes)" if timeout else
+             f"of {seconds:.0f} s")
+    job.update(nonce=nonce, seconds=seconds, limit=limit)
     read_end, write_end = os.pipe()
     job["fd"] = write_end
     with open(os.path.join(folder, "log"), "wb") as log:
@@ -177,7 +191,7 @@ def run_worker(folder, seconds, box=None):
         try:
             proc.wait(timeout=seconds + 5)
         except subprocess.TimeoutExpired:
-            stopped = f"it ran past the time limit of {seconds:.0f} s"
+            stopped = f"it ran past the time limit {limit}"
         if box is None:
             kill_group(proc)
         else:
@@ -204,9 +218,10 @@ def start_judge(folder, labels, seconds, box=None):
     return proc
 
 
-def finish_judge(proc, seconds):
-    """The judge's lines ({"device"} first, then one per exercise) within `seconds`, and
-    why it was stopped (None if it finished)."""
+def finish_judge(proc, seconds, timeout=None):
+    """The judge's lines ({"device"} first, then one per exercise) within `seconds` (its
+    share of `timeout`, the notebook's time limit), and why it was stopped (None if it
+    finished)."""
     lines = []
     reader = threading.Thread(target=lambda: lines.extend(proc.stdout), daemon=True)
     reader.start()
@@ -214,7 +229,9 @@ def finish_judge(proc, seconds):
     try:
         proc.wait(timeout=max(seconds, 1))
     except subprocess.TimeoutExpired:
-        stopped = f"the grader's time limit of the notebook ran out"
+        stopped = ("the time for checking the exercises ran out" + (
+            f": {timeout * JUDGE_SHARE:.0f} s ({JUDGE_SHARE:.0%}) of the time limit of "
+            f"{timeout:g} s per notebook" if timeout else f" ({seconds:.0f} s)"))
     kill_group(proc)
     reader.join(timeout=5)
     if stopped is None and proc.returncode:
@@ -316,10 +333,10 @@ def grade(submission, package_files, timeout, box=None):
             os.makedirs(os.path.join(folder, "scratch"))
             os.chmod(os.path.join(folder, "scratch"), 0o1777)
         judge = start_judge(folder, labels, timeout * JUDGE_SHARE, box)
-        verdicts, judge_stopped = finish_judge(judge, timeout * JUDGE_SHARE + 2)
+        verdicts, judge_stopped = finish_judge(judge, timeout * JUDGE_SHARE + 2, timeout)
         messages, problems, stopped = run_worker(
             folder, max(timeout - (time.monotonic() - start), timeout * (1 - JUDGE_SHARE)),
-            box)
+            box, timeout)
     finally:
         shutil.rmtree(folder, ignore_errors=True)
     for m in messages:

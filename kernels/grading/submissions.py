@@ -1,5 +1,6 @@
 """Find the submitted notebooks, name them, read them, and tell which chapter each is."""
 
+import collections
 import dataclasses
 import json
 import pathlib
@@ -28,8 +29,12 @@ class Submission:
 
 def collect(arguments):
     """The submissions named by command-line arguments: notebooks, or folders searched
-    for notebooks. Each gets a unique name from its path (folder parts joined by -)."""
-    found = []
+    for notebooks. Each is named by its path (inside a folder argument, its folder
+    parts joined by -), except that a notebook named for its chapter, the name every
+    student's copy has (gridstride.ipynb, "Copy of gridstride.ipynb"), is named by the
+    folder that holds it: class/alice/gridstride.ipynb is alice. Where two would have
+    one name, they keep their file's name too (alice-gridstride, alice-atomics)."""
+    found = []  # (name, fuller name, path)
     for argument in arguments:
         path = pathlib.Path(argument)
         if path.is_dir():
@@ -38,19 +43,29 @@ def collect(arguments):
             if not notebooks:
                 raise SubmissionError(f"{argument}: this folder holds no notebook (.ipynb); "
                                       f"the grader takes {ACCEPTED}")
-            found += [("-".join(p.relative_to(path).with_suffix("").parts), p)
-                      for p in notebooks]
+            for p in notebooks:
+                parts = p.relative_to(path).with_suffix("").parts
+                if _named_for_a_chapter(p):
+                    folder = parts[:-1] or (path.resolve().name,)
+                    found.append(("-".join(folder), "-".join((*folder, p.stem)), p))
+                else:
+                    found.append(("-".join(parts),) * 2 + (p,))
         elif path.is_file():
             if path.suffix != ".ipynb":
                 raise SubmissionError(f"{argument}: not a notebook (.ipynb); the grader "
                                       f"takes {ACCEPTED}")
-            found.append((path.stem, path))
+            folder = path.resolve().parent.name
+            if _named_for_a_chapter(path) and folder:
+                found.append((folder, f"{folder}-{path.stem}", path))
+            else:
+                found.append((path.stem, path.stem, path))
         else:
             raise SubmissionError(f"{argument}: no such file or folder; the grader takes "
                                   f"{ACCEPTED}")
+    shared = collections.Counter(name for name, _, _ in found)
     submissions, taken = [], set()
-    for name, path in found:
-        name = re.sub(r"[^\w.-]+", "_", name) or "notebook"
+    for name, fuller, path in found:
+        name = re.sub(r"[^\w.-]+", "_", fuller if shared[name] > 1 else name) or "notebook"
         unique, n = name, 1
         while unique in taken:
             n += 1
@@ -58,6 +73,13 @@ def collect(arguments):
         taken.add(unique)
         submissions.append(Submission(unique, path))
     return submissions
+
+
+def _named_for_a_chapter(path):
+    """Whether a notebook's file name is its chapter's, as the book names it (perhaps
+    as Colab and browsers rename a copy): every student's has that name."""
+    m = re.fullmatch(r"(?:copy of )?(.+?)(?: ?\(\d+\))?", path.stem.strip(), re.I)
+    return m is not None and m[1].lower() in {ex.chapter for ex in registry.EXERCISES.values()}
 
 
 def read(path):

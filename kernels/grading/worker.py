@@ -1,10 +1,10 @@
 """The process that runs one notebook, top to bottom, for its notes; the runner starts it.
 
 It decides nothing about the grade. It reads its job from stdin (one JSON line: the
-notebook, the time limit, the notes pipe's file descriptor, a nonce, its scratch folder,
-and in the sandbox its limits and the user to become), enters the sandbox
-(kernels.grading.confine), copies the notebook into scratch/work, runs its cells
-(kernels.notebook_cells) with checker calls inside them deferred
+notebook, the time limit and how it was shared, the notes pipe's file descriptor, a
+nonce, its scratch folder, and in the sandbox its limits and the user to become),
+enters the sandbox (kernels.grading.confine), copies the notebook into scratch/work,
+runs its cells (kernels.notebook_cells) with checker calls inside them deferred
 (kernels.checks.core.DEFERRED: the judge checks every answer itself), and sends what
 went wrong in them (a cell that raised, a syntax error, the time limit) for the
 student's feedback. Messages are JSON lines with the nonce; the grader treats them as
@@ -44,9 +44,11 @@ def main():
     try:
         notes = notebook_cells.run(notebook["cells"], {"__name__": "__main__"},
                                    job["seconds"],
-                                   on_cell=lambda number: send("cell", number=number))
+                                   on_cell=lambda number: send("cell", number=number),
+                                   limit=job.get("limit"))
     except notebook_cells.NotebookTimeout:  # raised between two cells, outside their handler
-        notes = ["the notebook was stopped at its time limit"]
+        limit = job.get("limit") or f"of {job['seconds']:.0f} s"
+        notes = [f"the notebook was stopped: it ran past its time limit {limit}"]
     send("notes", notes=notes)
     channel.close()
     os._exit(0)  # threads the notebook left running (or a stuck kernel) must not keep it
