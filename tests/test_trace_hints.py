@@ -168,3 +168,15 @@ def test_transpose_without_a_barrier_is_a_race_on_the_tile(rng):
 def test_no_line_for_a_passing_answer():
     report = checks.saxpy(answers.solution("gridstride").saxpy_kernel)
     assert report.passed and _tracer_lines(report) == []
+
+
+@cuda.jit
+def reverse_untouched_kernel(x):
+    pass  # the book's starter
+
+
+def test_a_kernel_that_writes_nothing_is_said_to():
+    """An in-place exercise reports no element missed (one may rightly stay), so a kernel
+    that wrote nothing is said plainly, not sent to check its arithmetic."""
+    (line,) = _tracer_lines(checks.reverse_inplace(reverse_untouched_kernel))
+    assert line == "the tracer: no thread wrote to x: your kernel left it as it was"

@@ -72,6 +72,8 @@ def kernel_hint(kernel, configuration, args, output, gridstride=False, every_ele
         more = f" ({len(races) - 1} more elements like it)" if len(races) > 1 else ""
         return races[0].describe() + more
     cov = trace.coverage(t, name)
+    if not every_element and not cov.writes.any():  # in place: no element is "missed"
+        return f"no thread wrote to {name}: your kernel left it as it was"
     if cov.missed and every_element:
         return _missed(launch, cov, name, gridstride)
     if cov.repeated:
