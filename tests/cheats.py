@@ -225,6 +225,12 @@ def _touch(x):
     pass
 
 
+@cuda.jit
+def _copy(x, y):
+    for i in range(cuda.grid(1), x.size, cuda.gridsize(1)):
+        y[i] = x[i]
+
+
 def argmax(x, blocks):
     _touch[1, 1](cuda.to_device(x))  # a kernel of mine ran...
 {body}
@@ -243,6 +249,13 @@ HOST_TRICKS = {
 ''',
     "an-empty-kernel-then-numpy": '''
     return int(np.argmax(x))  # ...but the answer is NumPy's
+''',
+    "a-kernel-that-reads-everything-then-numpy": '''
+    d_x = cuda.to_device(x)
+    copy = cuda.device_array_like(d_x)
+    _copy[blocks, 128](d_x, copy)  # every element read, and written, by a kernel
+    copy.copy_to_host()
+    return int(np.argmax(x))  # ...but the answer is NumPy's, from the host's input
 ''',
     "a-thread-started-during-a-case": '''
     import os

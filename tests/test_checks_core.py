@@ -6,6 +6,8 @@ import time
 import numpy as np
 import pytest
 
+from numba import cuda
+
 from kernels.checks import core
 from kernels.harness import MismatchError
 
@@ -159,3 +161,43 @@ def test_a_step_runs_beside_the_subject_here_or_elsewhere():
     assert core.answer_side(Remote(), core.call, 2, 3) == 42
     assert asked == [("kernels.checks.core:call", (2, 3))]
     assert core.STEPS["kernels.checks.core:launch_guarded"] is core.launch_guarded
+
+
+@cuda.jit
+def _partial_sums(x, out):  # a kernel that does real work, which the cheat then ignores
+    i = cuda.grid(1)
+    if i < x.size:
+        cuda.atomic.add(out, 0, x[i])
+
+
+def _doubled(x):
+    d_out = cuda.to_device(np.zeros(1))
+    _partial_sums[(x.size + 31) // 32, 32](cuda.to_device(x), d_out)
+    return d_out.copy_to_host()[0] * 2.0
+
+
+def test_a_result_that_does_not_come_from_the_kernels_fails(monkeypatch):
+    """A host function's result must come from its kernels: run with its kernels skipped,
+    it must be wrong. An answer whose kernel runs but whose result is NumPy's fails; one
+    whose result its kernel computed passes, even when an earlier call of the same case
+    left that result in memory (arrays made then are poisoned)."""
+    monkeypatch.setattr(core, "_launch_rule", lambda exercise: core.launches.YOURS)
+    rng = np.random.default_rng(3)
+    cases = [(f"n={n}", rng.standard_normal(n), None) for n in (5, 33, 70)]
+    cases = [(d, x, 2.0 * x.sum()) for d, x, _ in cases]
+
+    def numpy_after_a_kernel(x):
+        _doubled(x)  # the kernel ran, and read every element...
+        return 2.0 * np.sum(x)  # ...but the result is the host's
+
+    report = core.run_cases("doubled", cases, core.calling(numpy_after_a_kernel),
+                            rtol=1e-9, atol=1e-12)
+    assert not report.passed
+    failed = [c for c in report.cases if not c.passed]
+    assert [c.description for c in failed] == [
+        "the result comes from your kernels (with them skipped, it is wrong)"]
+    assert "computed on the host" in failed[0].detail
+    for _ in range(2):  # the second run finds the first's results in freed memory
+        report = core.run_cases("doubled", cases, core.calling(_doubled), rtol=1e-9,
+                                atol=1e-12)
+        assert report.passed and len(report.cases) == 4, str(report)

@@ -63,7 +63,10 @@ def test_each_launch_counts_once_and_device_functions_do_not():
 def test_a_host_answer_fails_with_a_clear_message():
     report = checks.lock_sum_positive(lambda x: x[x > 0].sum())  # right values, no kernel
     assert not report.passed
-    assert all("no kernel of yours was launched" in c.detail for c in report.cases)
+    host = "even when none of your kernels ran"
+    assert all("no kernel of yours was launched" in c.detail or host in c.detail
+               for c in report.cases)
+    assert [host in c.detail for c in report.cases].count(True) == 1
 
 
 def test_every_checker_finds_its_launch_rule():
@@ -90,3 +93,26 @@ def test_a_kernel_checker_says_when_it_is_given_no_kernel():
                                            str(report)) and "raised" not in str(report)
     report = checks.normalize_by_max(twice)  # a device function is not a kernel
     assert not report.passed and "not a CUDA kernel" in str(report)
+
+
+def test_within_skipped_no_kernel_but_numba_s_runs_and_new_arrays_are_poisoned():
+    """What an answer gives without its kernels: its launches do nothing, and an array it
+    makes empty holds no value an earlier call left in memory. After, all as before."""
+    out = np.full(37, 5.0, np.float32)
+    makers = (np.empty, np.empty_like, cuda.device_array, cuda.device_array_like)
+    before = launches.counts()
+    with launches.skipped():
+        fill_kernel[2, 8](out, 3.0)
+        made = [np.empty(300), np.empty_like(out), cuda.device_array(40, np.int32),
+                cuda.device_array_like(out)]
+    assert (out == 5.0).all()  # the launch did nothing, and was still counted
+    assert (launches.counts() - before)[launches.YOURS] == 1
+    poison = {np.dtype(np.float64): np.frombuffer(b"\xa5" * 8, np.float64)[0],
+              np.dtype(np.float32): np.frombuffer(b"\xa5" * 4, np.float32)[0],
+              np.dtype(np.int32): np.frombuffer(b"\xa5" * 4, np.int32)[0]}
+    for array in made:
+        host = array if isinstance(array, np.ndarray) else array.copy_to_host()
+        assert (host == poison[host.dtype]).all()
+    fill_kernel[2, 8](out, 3.0)
+    assert (out == 3.0).all()
+    assert (np.empty, np.empty_like, cuda.device_array, cuda.device_array_like) == makers

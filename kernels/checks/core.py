@@ -76,10 +76,38 @@ class Elsewhere:
 
 
 def answer_side(subject, step, *args):
-    """step(subject, *args), beside the subject: here, or in the subject's process."""
+    """step(subject, *args), beside the subject: here, or in the subject's process; while
+    run_cases asks what the answer gives without its kernels, run as `unlaunched`."""
+    if _unlaunched.on:
+        step, args = unlaunched, (step_name(step), *args)
     if isinstance(subject, Elsewhere):
         return subject.run(step_name(step), args)
     return step(subject, *args)
+
+
+@answer_step
+def unlaunched(subject, name, *args):
+    """STEPS[name](subject, *args) with every launch of a kernel but Numba's own skipped
+    (launches.skipped): what an answer returns when its kernels do nothing."""
+    with launches.skipped():
+        return STEPS[name](subject, *args)
+
+
+class _WithoutKernels:
+    """Within it, answer_side runs each step unlaunched (_unlaunched_case)."""
+
+    def __init__(self):
+        self.on = False
+
+    def __enter__(self):
+        self.on = True
+
+    def __exit__(self, *exc):
+        self.on = False
+        launches.skip(False)  # a local step stopped at its time limit may have left it on
+
+
+_unlaunched = _WithoutKernels()
 
 
 @answer_step
@@ -300,6 +328,12 @@ def run_cases(exercise, cases, run, *, rtol=None, atol=None, repeats=REPEATS, ra
     rule = _launch_rule(exercise)
     given = getattr(run, "given", None)  # the output as a kernel receives it (launched_on_device)
     results, timed_out = [], False
+    # Host functions: first, whether the answer gives a case's output with its kernels
+    # skipped (before any call could leave that output in memory: _unlaunched_case)
+    unlaunched_case = _unlaunched_case(run, cases, rtol, atol) \
+        if rule is not None and given is None else None
+    if unlaunched_case is not None and unlaunched_case.hung:
+        return Report(exercise, [unlaunched_case])
     for description, inputs, expected in cases:
         detail, passed = "", True
         trivial = given is not None and _same(given(inputs), expected)
@@ -329,11 +363,43 @@ def run_cases(exercise, cases, run, *, rtol=None, atol=None, repeats=REPEATS, ra
         results.append(Case(description, passed, detail, trivial=trivial))
         if timed_out:
             break  # the GPU may be hung; further cases would hang too
+    if unlaunched_case is not None:
+        results.append(unlaunched_case)
     if race is not None and not SIMULATOR and not timed_out:
         first = race()
     if first is not None:  # a kernel that writes nothing races with nothing either
         results.append(dataclasses.replace(first, trivial=True))
     return Report(exercise, results, timed_out)
+
+
+def _varied(expected):
+    """How many distinct values other than 0, 1, -1 and non-finite ones an output holds:
+    an answer whose kernels did nothing could give zeros, an empty output, an index 0."""
+    values = np.unique(np.asarray(expected, dtype=np.float64))
+    return int((np.isfinite(values) & ~np.isin(values, (0, 1, -1))).sum())
+
+
+def _unlaunched_case(run, cases, rtol, atol):
+    """The case that asks whether the result comes from the answer's kernels: run(inputs)
+    of the case with the most varied output, with every kernel launch skipped and every
+    new array poisoned (unlaunched), must not give its expected output. It runs before
+    the other cases, so no result of theirs is left in memory to give it."""
+    description = "the result comes from your kernels (with them skipped, it is wrong)"
+    _, inputs, expected = max(cases, key=lambda case: _varied(case[2]))
+    try:
+        with _unlaunched:
+            got = call_with_time_limit(run, inputs)
+        check(got, expected, name="your result", rtol=rtol, atol=atol)
+    except TimeLimitExceeded as err:
+        why = f"with its kernels skipped, the answer {err}"
+        return Case(description, False, f"{why}; the grader could not check it, and your "
+                    "instructor is told to look", grader_limit=why, hung=True)
+    except Exception:  # wrong, or failed, without its kernels: they do the work
+        return Case(description, True, "", trivial=True)
+    return Case(description, False, (
+        "your answer returned the right result even when none of your kernels ran, so the "
+        "result was computed on the host (with NumPy or Python), not by your kernel: the "
+        "exercise asks for a kernel that computes it"))
 
 
 def _same(given, expected):
