@@ -101,6 +101,7 @@ def check_run(name, result, repository, commit):
 
 
 @pytest.mark.colab
+@pytest.mark.needs("jupytext", "nbformat", "nbclient", "ipykernel")
 @pytest.mark.parametrize("name", CHAPTERS)
 def test_chapter_runs_on_a_fresh_colab_runtime(book_runs, name):
     runs, commit = book_runs
@@ -108,6 +109,7 @@ def test_chapter_runs_on_a_fresh_colab_runtime(book_runs, name):
 
 
 @pytest.mark.colab
+@pytest.mark.needs("jupytext", "nbformat", "nbclient", "ipykernel")
 @pytest.mark.parametrize("name", STUDENT_CHAPTERS)
 def test_student_chapter_runs_on_a_fresh_colab_runtime(student_runs, name):
     runs, commit = student_runs

@@ -23,10 +23,14 @@ import warnings
 
 import pytest
 import requests
-from bs4 import BeautifulSoup
-from PIL import Image
 
-from browser import OVERFLOW_JS, Browser, find_chromium
+# the lent GPU machine has neither: the whole module skips there, and says why
+pytest.importorskip("bs4", reason="needs bs4 (BeautifulSoup), which this machine does not have")
+pytest.importorskip("selenium", reason="needs selenium, which this machine does not have")
+from bs4 import BeautifulSoup  # noqa: E402
+from PIL import Image  # noqa: E402
+
+from browser import OVERFLOW_JS, Browser, find_chromium  # noqa: E402
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "book" / "_tools"))

@@ -139,6 +139,7 @@ def sources(tmp_path_factory):
     return student.build(out, html=False)
 
 
+@pytest.mark.needs("jupytext", "nbformat")
 def test_student_sources_and_notebooks_have_no_solutions(sources):
     for name in CHAPTERS:
         md = (sources / f"{name}.md").read_text()
@@ -148,6 +149,7 @@ def test_student_sources_and_notebooks_have_no_solutions(sources):
         assert not leaks(nb), (name, leaks(nb))
 
 
+@pytest.mark.needs("jupytext", "nbformat")
 def test_student_edition_keeps_exercises_and_checker_cells(sources):
     for name in CHAPTERS:
         full, cut = (ROOT / f"{name}.md").read_text(), (sources / f"{name}.md").read_text()
@@ -164,6 +166,7 @@ def test_student_edition_keeps_exercises_and_checker_cells(sources):
             assert (sources / rel).read_text() == path.read_text(), rel
 
 
+@pytest.mark.needs("jupytext", "nbformat")
 def test_student_package_has_no_solutions_and_installs(sources, tmp_path):
     assert not (sources / "kernels" / "solutions").exists()
     assert "kernels.solutions" not in (sources / "pyproject.toml").read_text()
@@ -191,6 +194,7 @@ def test_student_package_has_no_solutions_and_installs(sources, tmp_path):
     assert proc.returncode == 0 and proc.stdout.strip().endswith("False"), proc.stderr
 
 
+@pytest.mark.needs("jupytext", "nbformat")
 def test_student_notebooks_point_at_the_student_repository(tmp_path):
     src = student.build(tmp_path, repository="https://github.com/school/gpu-course",
                         branch="spring", html=False)
@@ -201,6 +205,7 @@ def test_student_notebooks_point_at_the_student_repository(tmp_path):
 
 
 @pytest.mark.book
+@pytest.mark.needs("jupyter_book", "jupytext", "nbformat")
 def test_student_book_has_no_solutions_and_keeps_every_exercise(tmp_path):
     """The student HTML, built without running the chapters: their code cells are the
     instructors' (test above), so running them adds the same outputs to both."""
