@@ -74,6 +74,15 @@ def plain_reset_kernel(x, total):
         cuda.atomic.add(total, 0, x[i])
 
 
+@cuda.jit
+def announce_without_fence_kernel(x, partials, ticket, out):
+    if cuda.threadIdx.x == 0:
+        partials[cuda.blockIdx.x] = x[cuda.blockIdx.x]
+        # no cuda.threadfence() before the ticket that announces the partial
+        if cuda.atomic.add(ticket, 0, 1) == cuda.gridDim.x - 1:
+            out[0] = partials[0] + partials[1]
+
+
 def _first(kernel, configuration, *args):
     found = trace.races(trace.launch(kernel, configuration, *args))
     assert found, "no race found"
@@ -131,3 +140,10 @@ def test_beside_atomics_a_read_waits_and_a_write_is_made_atomic():
     assert "between the atomic and the read" in read.why and read.missing == fixes.SYNCTHREADS
     write = _first(plain_reset_kernel, (1, 4), x, np.zeros(1, np.int32))
     assert "make it atomic too" in write.why and write.missing == "an atomic for both"
+
+
+def test_a_write_announced_by_an_atomic_without_a_fence_needs_the_fence():
+    race = _first(announce_without_fence_kernel, (2, 1), np.arange(2, dtype=np.int64),
+                  np.zeros(2, np.int64), np.zeros(1, np.int32), np.zeros(1, np.int64))
+    assert "put cuda.threadfence() between the write and that atomic" in race.why
+    assert race.missing == "a fence (cuda.threadfence()) before the atomic"

@@ -66,7 +66,7 @@ def test_a_fenced_atomic_orders_the_last_blocks_reads(rng):
         assert bool(found) == expect_race
         if found:
             assert {r.array for r in found} == {"partials"}
-            assert "from different blocks, with no atomic and no lock" in found[0].why
+            assert "put cuda.threadfence() between the write and that atomic" in found[0].why
 
 
 def test_grid_sync_is_a_barrier_across_live_blocks(rng):

@@ -7,6 +7,8 @@ to the element it was swapped with), so that the advice names one fix, not a lis
 * each thread reads the element and writes it back: a lost update, made atomic;
 * two threads swap the same pair (each reads both elements, then writes both): the
   pair is swapped twice, and the loop's bound must give each pair to one thread;
+* a write announced by an atomic that the reading thread saw before its read: the
+  fence (cuda.threadfence()) between the write and the atomic is missing;
 * one thread writes, another only reads: the read needs a barrier after the write
   (the block's, the grid's, or the end of the launch between blocks), unless both ran
   the same read of that one element and the writer wrote after it (a check, then an
@@ -28,6 +30,7 @@ class Fixes:
         self.launch = launch
         self._by_thread = None  # (block, tid, array) -> that thread's accesses to it
         self._by_site = None  # (array, code, offset) -> the elements read there
+        self._atomics = None  # (block, tid) -> that thread's atomics, in the order they ran
 
     def _accesses(self, access):
         """The accesses of `access`'s thread to its array, in the order they ran."""
@@ -49,6 +52,14 @@ class Fixes:
         apart = "" if a.block == b.block else "from different blocks, "
         if "atomic" in (a.kind, b.kind):
             return self._beside_atomic(a, b, apart)
+        for writer, reader in ((a, b), (b, a)):
+            if writer.kind == "write" and reader.kind == "read" and self._unfenced(writer,
+                                                                                 reader):
+                return (f"{apart}and the write is announced by an atomic that the reading "
+                        "thread sees before its read, but without a fence the read may "
+                        "still miss the write: put cuda.threadfence() between the write and "
+                        "that atomic (as the reading thread should between its atomic and "
+                        "the read)", "a fence (cuda.threadfence()) before the atomic")
         did = [{x.kind for x in self._accesses(t) if x.index == t.index} for t in (a, b)]
         writers = sum("write" in d for d in did)
         if writers == 2 and all("read" in d for d in did):
@@ -127,6 +138,20 @@ class Fixes:
                 "and blocks cannot wait for each other in an ordinary launch: read the "
                 "value after the launch, or use the value the atomic returns",
                 "the end of the launch, or the atomic's returned value")
+
+    def _unfenced(self, writer, reader):
+        """Whether the writer made an atomic after its write that the reader's thread
+        followed with an atomic on the same element before its read: the chain that
+        fences would turn into an order (kernels.trace.order)."""
+        if self._atomics is None:
+            self._atomics = collections.defaultdict(list)
+            for x in self.launch.accesses:
+                if x.kind == "atomic":
+                    self._atomics[(x.block, x.tid)].append(x)
+        announced = [x for x in self._atomics[(writer.block, writer.tid)] if x.seq > writer.seq]
+        seen = [x for x in self._atomics[(reader.block, reader.tid)] if x.seq < reader.seq]
+        return any((x.array, x.index) == (y.array, y.index) and x.seq < y.seq
+                   for x in announced for y in seen)
 
     def _pair(self, a, b):
         """The other element of a pair both threads swap, as text, or None: an element
