@@ -33,20 +33,21 @@ def test_streams_rules_in_units_of_one_launch():
 
 def test_streams_pageable_copies_block_the_host_and_pinned_ones_do_not():
     """streams.md: "From pinned memory ... the call returns after ... µs, long before the
-    copy is done. From pageable memory ... the host waits ... ms, the whole copy"."""
+    copy is done. From pageable memory ... the host waits ... ms, the whole copy" (the
+    host's wait against the fastest tenth of the copy's repeats)."""
     pinned = rec("streams.pinned")
     for r in pinned.rows(kind="kernel"):
         if r["memory"] == "pageable":
-            assert r["issue_ms"] > 0.9 * med(r), r["name"]
+            assert r["issue_ms"] > 0.9 * r["time_ms"]["p10"], r["name"]
         else:
             assert r["issue_ms"] < 0.1 * med(r), r["name"]
 
 
-def test_streams_two_chunks_hide_about_half_the_copy_out():
-    """streams.md: "Two chunks already hide about half of the copy out"."""
+def test_streams_two_chunks_save_part_of_the_copy_out():
+    """streams.md: "Two chunks save [glued]% of a whole copy out's time, and the time falls
+    towards the floor as chunks get smaller": a saving, and less than the copy out."""
     saved = med(_pipe_row(DRIVER, 1)) - med(_pipe_row(DRIVER, 2))
-    copy_out = med(_pipe().get("copy out, whole"))
-    assert 0.35 < saved / copy_out < 0.65
+    assert 0 < saved < med(_pipe().get("copy out, whole"))
 
 
 def test_streams_pageable_pipeline_overlaps_nothing():
@@ -80,9 +81,11 @@ def test_streams_driver_queueing_takes_less_than_the_gpu_work():
 
 def test_streams_stage_streams_queued_and_unqueued_agree():
     """streams.md: "the queued and the unqueued times of this version agree within
-    ...% at every chunk count" (a few percent)."""
+    [glued]% at every chunk count" (a few percent, or the repeats' own spread)."""
     for r in _pipe().rows(name=STAGE, memory="pinned", shrink=1):
-        assert abs(r["queued_ms"] / med(r) - 1) < 0.05, r["chunks"]
+        t = r["time_ms"]
+        assert abs(r["queued_ms"] - t["median"]) <= 0.05 * t["median"] + t["p90"] - t["p10"], r[
+            "chunks"]
 
 
 def test_streams_stage_streams_not_measurably_faster_with_equal_chunks():
@@ -92,21 +95,19 @@ def test_streams_stage_streams_not_measurably_faster_with_equal_chunks():
     assert compare.verdict(_pipe_row(STAGE, 16), _pipe_row(DRIVER, 16)) == "as fast"
 
 
-def test_streams_shrink_above_the_bound_and_a_handful_of_chunks_suffice():
-    """streams.md: "The pipeline below uses 0.6, which leaves some slack" (above the bound
-    on shrink); "slowest at ..., the shrink that leaves the largest last chunk"; "More
-    chunks help only up to a handful"; summary: shrinking chunks "bring the pipeline to
-    the speed of the copies themselves"."""
+def test_streams_a_handful_of_chunks_suffice_and_shrinking_gains_inside_the_noise():
+    """streams.md: "More chunks help only up to a handful"; summary: chunks that shrink
+    towards the end "shorten the tail, but in this recording by less than the spread of
+    the repeats" (at the chunk count the text compares); the fastest pipeline is not slower than the two whole copies at once (the
+    mark the text sets)."""
     pipe = _pipe()
-    params, floor = pipe.entry["params"], pipe.get("floor")
-    bound = params["bytes_out"] / params["bytes_in"] * floor["h2d_gbps"] / floor["d2h_gbps"]
-    assert params["shrink"] >= bound
-    shrunk = [r for r in pipe.rows(name=STAGE, memory="pinned", chunks=params["shrink_at"])
-              if r["shrink"] != 1]
-    assert max(shrunk, key=med)["shrink"] == max(r["shrink"] for r in shrunk)
+    params = pipe.entry["params"]
     by_chunks = {r["chunks"]: r for r in pipe.rows(name=STAGE, memory="pinned",
                                                   shrink=params["shrink"])}
     assert compare.verdict(by_chunks[max(by_chunks)], by_chunks[params["shrink_at"]]) != "faster"
+    used = pipe.get(STAGE, chunks=params["shrink_at"], memory="pinned", shrink=params["shrink"])
+    equal = pipe.get(STAGE, chunks=params["shrink_at"], memory="pinned", shrink=1)
+    assert compare.verdict(used, equal) == "as fast"
     fastest = min(pipe.rows(memory="pinned"), key=med)
     assert compare.verdict(fastest, pipe.get("copy in and out at once, whole")) != "slower"
 
