@@ -139,16 +139,26 @@ STYLE = {"kernel": dict(color="tab:blue", marker="o", ls="-"),
 
 
 def figure(sweep):
-    """Time against size (log-log) of every series, the peers and the floor, drawn for
-    the book's column (kernels.plots)."""
+    """Time against size (log-log): the best version (cold, and warm L2 where timed so)
+    in colour, the other versions thin and grey, the peers and the floor; drawn for the
+    book's column (kernels.plots)."""
     fig, ax = plots.figure(5.2)
     best = best_series(sweep)
-    others = [k for k, v in sweep.series.items() if v[0] == "kernel" and k != best]
+    shown = (best, f"{best}, warm L2")
+    others = [k for k, v in sweep.series.items()
+              if v[0] in ("kernel", "warm") and k not in shown]
+    # the other versions, cold and warm, thin and grey under one legend entry: lines
+    # that close together cannot be told apart by colour, and the page compares the best
+    versions = len({k.removesuffix(", warm L2") for k in others})
+    warm = any(sweep.series[k][0] == "warm" for k in others)
+    for label in others:
+        _, xs, ms = sweep.series[label]
+        ax.plot(xs, ms * 1e3, color="0.65", lw=1, zorder=1, label=None if label != others[0]
+                else f"{versions} other version{'s' if versions > 1 else ''}"
+                + (", cold and warm L2" if warm else ""))
     for label, (kind, xs, ms) in sweep.series.items():
-        style = dict(STYLE[kind])
-        if label in others:  # the other versions, lighter
-            style.update(color="tab:cyan", marker="^")
-        ax.plot(xs, ms * 1e3, ms=4, lw=1.5, label=label, **style)
+        if label not in others:
+            ax.plot(xs, ms * 1e3, ms=4, lw=1.5, label=label, **STYLE[kind])
     xs, fl = sweep.floor
     ax.plot(xs, fl * 1e3, color="black", ls="--", lw=1.5, label="physical floor")
     l2 = sweep.result.env["device"].get("l2_bytes")

@@ -31,6 +31,12 @@ def test_check_float_tolerance_by_dtype():
         harness.check(y * (1 + 1e-9), y)  # float64 is held to far tighter limits
 
 
+def test_check_says_one_value_in_the_singular():
+    assert harness.check(np.int64(7), np.int64(7), name="sum") == \
+        "sum: the value matches the reference exactly"
+    assert "all 3 values match" in harness.check(np.ones(3), np.ones(3))
+
+
 def test_check_shape_mismatch():
     with pytest.raises(harness.MismatchError, match="shape"):
         harness.check(np.zeros(3), np.zeros(4))

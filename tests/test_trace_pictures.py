@@ -43,6 +43,16 @@ def test_coverage_picture_colours_by_block_and_greys_missed_elements(rng):
                                                      "–"]
 
 
+def test_coverage_picture_labels_runs_of_threads_where_cells_are_narrow(rng):
+    """40 cells leave no room for two digits: one upright label per block's run."""
+    a = rng.random(40, dtype=np.float32)
+    t = trace.launch(gridstride.vector_add_one_per_element_kernel, (2, 20), a, a,
+                     np.zeros(40, np.float32))
+    ax = pictures.coverage_figure([trace.coverage(t, "out")], ["title"]).axes[0]
+    assert [t.get_text() for t in ax.texts] == ["0–19", "20–39"]
+    assert all(t.get_rotation() == 0 for t in ax.texts)
+
+
 def test_timeline_joins_every_racing_pair_of_threads():
     t = trace.run(atomics.increment_racy, np.zeros(1, np.int64))
     fig = pictures.timeline_figure([(t, "counts", 0)], threads=4)

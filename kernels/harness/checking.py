@@ -54,4 +54,6 @@ def check(got, expected, *, name="result", rtol=None, atol=None, show=5):
         raise MismatchError(
             f"{name}: {n_bad} of {bad.size} values differ from the reference ({how});"
             f" first {len(lines)}:\n" + "\n".join(lines))
+    if bad.size == 1:
+        return f"{name}: the value matches the reference {how}"
     return f"{name}: all {bad.size:,} values match the reference {how}"

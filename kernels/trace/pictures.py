@@ -38,7 +38,8 @@ def _wrap(text, columns=1):
 
 def coverage_figure(coverages, titles=None, mark=None, mark_label="marked"):
     """One panel per Coverage: each element's cell is coloured by the block of the
-    thread that wrote it and shows that thread's index (cuda.grid); grey cells were
+    thread that wrote it and shows that thread's index (cuda.grid; on cells too narrow
+    for two digits, one label "16–23" over consecutive threads); grey cells were
     never written; red-edged ones were written by more than one thread, or are in
     `mark` (one list of indices per panel)."""
     titles = titles or [f"{c.kernel}: {c.array}" for c in coverages]
@@ -74,19 +75,26 @@ def _coverage_panel(ax, cov, colors, marked):
     writers = cov.writers.reshape(owner.shape)
     labels = cov.labels.reshape(owner.shape)
     rows, cols = owner.shape
-    upright = cols > 24  # a cell under 0.27 in wide: longer labels are turned to fit
+    narrow = cols > 24  # a cell under 0.27 in wide: room for one digit, not two
     for r in range(rows):
+        edges = []
         for c in range(cols):
             written = owner[r, c] >= 0
             index = (r, c) if cov.thread.ndim == 2 else (c,)
-            edge = RED if writers[r, c] > 1 or index in marked else "white"
+            edges.append(RED if writers[r, c] > 1 or index in marked else "white")
             ax.add_patch(Rectangle((c, rows - 1 - r), 1, 1,
                                    facecolor=colors[block[r, c]] if written else GREY,
-                                   edgecolor=edge, linewidth=2 if edge == RED else 1))
-            label = str(labels[r, c]) if written else "–"
-            ax.text(c + 0.5, rows - 0.5 - r, label, ha="center", va="center",
-                    fontsize=SMALL, rotation=90 if upright and len(label) > 1 else 0,
-                    color="white" if written else "black")
+                                   edgecolor=edges[-1], linewidth=2 if edges[-1] == RED else 1))
+        for start, end in _label_runs(labels[r], block[r], owner[r] >= 0, edges, narrow):
+            written = owner[r, start] >= 0
+            label = "–" if not written else str(labels[r, start]) if end == start + 1 \
+                else f"{labels[r, start]}–{labels[r, end - 1]}"
+            # a label over several cells sits on their colour, not on the lines between them
+            ground = dict(facecolor=colors[block[r, start]], edgecolor="none", pad=1) \
+                if end > start + 1 else None
+            ax.text((start + end) / 2, rows - 0.5 - r, label, ha="center", va="center",
+                    fontsize=SMALL, rotation=90 if narrow and end - start < len(label) else 0,
+                    color="white" if written else "black", bbox=ground)
     ax.set_xlim(0, cols)
     ax.set_ylim(0, rows)
     step = 1 if cols <= 20 else 5
@@ -98,6 +106,22 @@ def _coverage_panel(ax, cov, colors, marked):
     ax.tick_params(length=0)
     for spine in ax.spines.values():
         spine.set_visible(False)
+
+
+def _label_runs(labels, block, written, edges, narrow):
+    """(start, end) column ranges that share one label in a row of a coverage panel:
+    each cell alone, or where cells are too narrow for two digits, each run of cells
+    whose threads are consecutive in one block ("16–23"), so no label is turned on its
+    side or squeezed under a cell's width."""
+    runs = []
+    for c in range(len(labels)):
+        if narrow and runs and written[c] and written[c - 1] and block[c] == block[c - 1] \
+                and edges[c] == edges[c - 1] and str(labels[c - 1]).isdigit() \
+                and str(labels[c]) == str(int(labels[c - 1]) + 1):
+            runs[-1][1] = c + 1
+        else:
+            runs.append([c, c + 1])
+    return runs
 
 
 def sectors_figure(counts, titles=None, which=0):
