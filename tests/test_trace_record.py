@@ -183,6 +183,19 @@ def reverse_scaled(x):
     assert t.launch().kernel == "scaled_reverse_kernel" and trace.races(t) == []
 
 
+def test_a_lambda_travels_as_its_code_and_runs_numpy_there(rng):
+    """A lambda (or a function made inside another) has no name its module could give it
+    back by, even where the module can be imported: it travels as its code. Rebuilt, it
+    has the builtins that C code looks up (NumPy's x.sum() imports through them)."""
+    host = lambda x: x[x > 0].sum()  # noqa: E731  (a host answer that launches nothing)
+    fn = remote.portable(host)
+    assert isinstance(fn, remote.Code)
+    x = rng.standard_normal(16)
+    assert fn.resolve()(x) == host(x)
+    with pytest.raises(trace.NothingLaunched):
+        remote.in_simulator_process(fn, (x,), {})
+
+
 SCRIPT = """
 import numpy as np
 from kernels.trace import remote

@@ -11,6 +11,7 @@ notebook or script (module __main__, which the child cannot import), as its comp
 code and the values, kernels and functions that code names.
 """
 
+import builtins
 import dis
 import importlib
 import linecache
@@ -80,7 +81,9 @@ def portable(obj):
     into it: by module and name where the child can import the module, else as its
     compiled code (a notebook's or a script's)."""
     fn = getattr(obj, "py_func", obj)
-    if _importable(fn.__module__):
+    # by name only where the name finds it: not a lambda, nor a function made by another
+    found = getattr(sys.modules.get(fn.__module__), fn.__qualname__, None)
+    if _importable(fn.__module__) and (found is obj or found is fn):
         return Named(fn.__module__, fn.__qualname__)
     return Code(obj)
 
@@ -143,7 +146,9 @@ class Code:
         if self.lines and self.filename not in linecache.cache:
             linecache.cache[self.filename] = (sum(map(len, self.lines)), None, self.lines,
                                               self.filename)
-        namespace = {"__name__": "__main__"}
+        # __builtins__ as a module's globals hold it: C code that imports (NumPy's
+        # x.sum() does, through PyImport_Import) looks it up there, and fails without it
+        namespace = {"__name__": "__main__", "__builtins__": builtins}
         defaults, kwdefaults = (_rebuilt(how, value) for how, value in self.defaults)
         fn = types.FunctionType(marshal.loads(self.code), namespace, self.name, defaults)
         fn.__kwdefaults__ = kwdefaults
