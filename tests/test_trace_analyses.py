@@ -251,6 +251,26 @@ def test_a_lock_orders_the_accesses_it_guards():
     assert sorted(a.block[0] for a, c in order if c == "take") == [0, 1, 2, 3]
 
 
+@cuda.jit
+def add_under_a_lock_without_fences_kernel(total, mutex):
+    if cuda.threadIdx.x == 0:
+        while cuda.atomic.cas(mutex, 0, 0, 1) != 0:
+            pass
+        total[0] += 1.0  # WRONG on purpose: no fence before the release below
+        cuda.atomic.exch(mutex, 0, 0)
+
+
+def test_a_lock_without_fences_orders_nothing():
+    """compare-and-swap and exch are atomics on the lock's word only: without
+    cuda.threadfence() before the release, the next holder may not see the last one's
+    write (a GPU loses updates), and the race says which fence is missing."""
+    found = trace.races(trace.launch(add_under_a_lock_without_fences_kernel, (3, 2),
+                                     np.zeros(1), np.zeros(1, np.int32)))
+    assert found and all(r.first.locks and r.first.locks == r.second.locks for r in found)
+    assert "put cuda.threadfence() before the atomic that releases the lock" in \
+        found[0].describe()
+
+
 def test_blocks_reading_each_others_rows_race_unless_there_is_one_block(rng):
     m = np.zeros((4, 40), np.int32)
     m[0] = rng.integers(0, 100, 40)

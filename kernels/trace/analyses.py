@@ -301,14 +301,15 @@ class Race:
 
 def _ordered(a, b, atomics):
     """True if something orders accesses a and b of one launch to one element: a
-    barrier, a lock both hold, a chain of barriers and atomics (kernels.trace.order),
-    or the element's own atomics between them (`atomics`: _atomics_by_thread)."""
-    if a.clock is None or b.clock is None:  # recorded without clocks: barriers only
-        if a.block == b.block and a.epoch != b.epoch:
+    chain of barriers and fenced atomics (kernels.trace.order: a lock both hold orders
+    them only so, through the fences around it), or the element's own atomics between
+    them (`atomics`: _atomics_by_thread)."""
+    if a.clock is None or b.clock is None:  # recorded without clocks: barriers, locks
+        if (a.block == b.block and a.epoch != b.epoch) or a.locks & b.locks:
             return True
     elif order.ordered(a, b):
         return True
-    return bool(a.locks & b.locks) or _atomic_between(a, b, atomics)
+    return _atomic_between(a, b, atomics)
 
 
 def _atomics_by_thread(accesses):

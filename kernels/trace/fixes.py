@@ -43,6 +43,11 @@ class Fixes:
     def why(self, a, b):
         """(in words, in a few words): what is missing between racing accesses a and b,
         as the end of the sentence "... both touch x[3] ..." (analyses.Race.describe)."""
+        if a.locks & b.locks:
+            return ("both holding the same lock, but a lock orders the accesses it guards "
+                    "only with fences: put cuda.threadfence() before the atomic that "
+                    "releases the lock, and after the one that takes it",
+                    "a fence (cuda.threadfence()) on each side of the lock")
         if a.locks or b.locks:
             if not (a.locks and b.locks):
                 return ("and only one of them holds the lock that guards it: every access "

@@ -37,8 +37,9 @@ def _patches(rec):
             thread = threading.current_thread()
             frame = sys._getframe(1)
             address = _address(ary, index)
-            releases = getattr(thread, "_fenced", False) or _releases_lock(
-                thread, name, address, args)
+            # a release only after a fence: an atomic alone (the exch that frees a lock
+            # included) orders no other memory access in CUDA's memory model
+            releases = getattr(thread, "_fenced", False)
 
             def run():  # recorded in the order the atomics run (kernels.trace.order)
                 rec.record(ary, index, "atomic", name, frame)
@@ -175,11 +176,6 @@ def _address(ary, index):
         index = (index,)
     return ary.__array_interface__["data"][0] + sum(
         int(i) * s for i, s in zip(index, ary.strides))
-
-
-def _releases_lock(thread, name, address, args):
-    """exch(m, i, 0) on a lock this thread holds: it releases the lock."""
-    return name == "exch" and args[1] == 0 and address in getattr(thread, "_locks", ())
 
 
 def _track_lock(thread, name, address, args, old):

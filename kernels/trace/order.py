@@ -17,9 +17,10 @@ What orders accesses (the synchronisation the tracer understands):
 * a block barrier joins the clocks of the block's threads;
 * a grid barrier (all blocks live, kernels.trace.blocks) joins everything;
 * an atomic is a release on its address when the thread called cuda.threadfence()
-  since its last atomic, or when it releases a lock (exch(m, i, 0)); every atomic
-  acquires what earlier releases on its address published. Locks taken with
-  compare-and-swap and released with exch are such atomics on the lock's word.
+  since its last atomic (an atomic alone orders no other access, in CUDA's memory
+  model); every atomic acquires what earlier releases on its address published. Locks
+  taken with compare-and-swap and released with exch are such atomics on the lock's
+  word: a lock orders what it guards only when a fence comes before its release.
 
 Atomics on one word are also ordered among themselves (its modification order): a
 plain access by a thread after its own atomic on the word follows every atomic on
