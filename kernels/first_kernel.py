@@ -28,7 +28,8 @@ def square_kernel(x, out):
     # this thread's element: the blocks before this one, then its place in its block
     i = cuda.blockIdx.x * cuda.blockDim.x + cuda.threadIdx.x
     if i < out.size:  # the last block can reach past the end of the array
-        out[i] = x[i] * x[i]
+        value = x[i]  # one load from global memory
+        out[i] = value * value
 
 
 # ------------------------------------------------------------ host functions

@@ -9,12 +9,13 @@ import yaml
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "book" / "_tools"))
+import glue_values  # noqa: E402
 import myst  # noqa: E402
 
 pytestmark = pytest.mark.book
 
-CHAPTERS = ["intro", "setup", "gridstride", "cooperative", "reduction", "streams", "mutex", "matmul",
-            "atomics", "performance", "status"]
+CHAPTERS = ["intro", "setup", "first_kernel", "gridstride", "cooperative", "reduction", "streams",
+            "mutex", "matmul", "atomics", "performance", "status", "glossary"]
 
 
 def test_every_chapter_built(built_book):
@@ -46,3 +47,27 @@ def test_cell_options_are_valid_yaml(name):
                 pytest.fail(f"book/{name}.md line {block.line}: the cell's options are not "
                             f"YAML ({str(err).splitlines()[0]}); write a long caption or alt "
                             "text as a block scalar (caption: >-)")
+
+
+def test_notebooks_quote_the_numbers_this_build_glued(built_book):
+    """The Colab notebooks take their numbers from book/_data/glue, kept fresh against
+    the chapters' code cells and the recordings; a change in the package that changes
+    a glued number shows here, as a difference from what the build glued."""
+    import json
+
+    import kernels
+
+    if not kernels.SIMULATOR:
+        pytest.skip("on a GPU the build glues live numbers, the notebooks recorded ones")
+    executed = built_book.parent / "jupyter_execute" / "book"
+    for name in CHAPTERS:
+        path = executed / f"{name}.glue.json"
+        if not path.exists():
+            continue
+        built = {k: v["data"]["text/plain"] for k, v in json.loads(path.read_text()).items()}
+        stored = glue_values.stored(ROOT, f"book/{name}")
+        assert stored, f"book/{name}.md glues numbers but has no store: run `make notebooks`"
+        differ = {k: (v, repr(stored["values"].get(k))) for k, v in built.items()
+                  if repr(stored["values"].get(k)) != v}
+        assert not differ, (f"book/_data/glue/{name}.json differs from what the book glued "
+                            f"(built, stored): {differ}; delete it and run `make notebooks`")

@@ -21,6 +21,7 @@ import kernels
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "book" / "_tools"))
+import glue_text  # noqa: E402
 import notebooks  # noqa: E402
 
 CHAPTERS = notebooks.chapters(ROOT)
@@ -185,14 +186,14 @@ Back to {ref}`the idea <a-idea>` and {ref}`a-ex-first`.
 @pytest.mark.needs("jupytext", "nbformat")
 def test_converter_turns_myst_into_markdown_colab_renders(tmp_path):
     root = make_book(tmp_path, {"a": CHAPTER_A, "b": CHAPTER_B})
-    nbs = notebooks.Converter(root).convert()
+    nbs = notebooks.Converter(root, glue="refresh").convert()
     assert list(nbs) == ["book/a", "book/b"]
     a = nbs["book/a"]
     md = "\n".join(c.source for c in a.cells if c.cell_type == "markdown")
     colab_b = "https://colab.research.google.com/github/someone/course/blob/v2/book/b.ipynb"
     assert "![a figure](https://raw.githubusercontent.com/someone/course/v2/book/figures/a.png)" in md
     assert "$x^2$" in md and f"[Chapter B]({colab_b})" in md
-    assert f"[Section of B]({colab_b})" in md and "Exercise 1 and `speed` GB/s" in md
+    assert f"[Section of B]({colab_b})" in md and "Exercise 1 and 12.2 GB/s" in md
     assert "@decorator\ndef shown_kernel(a):\n    a[0] = 1  # the line readers see\n```" in md
     assert "> **Mind the tail**\n>\n> Text with `code`." in md
     assert "> **Exercise 1 \u00b7 Do it (easy)** `a-ex-first`\n>\n> Write it." in md
@@ -209,11 +210,72 @@ def test_converter_turns_myst_into_markdown_colab_renders(tmp_path):
     assert f"[the idea]({colab_a})" in b and f"[Exercise 1]({colab_a})" in b
 
 
-def test_glue_stand_in_prints_numbers_and_shows_objects(tmp_path, capsys):
+@pytest.mark.needs("jupytext", "nbformat")
+def test_glued_numbers_come_from_a_store_that_follows_the_code(tmp_path, capsys):
+    """The chapter's code cells run once (simulator) for the numbers its text quotes;
+    the store is stale when a code cell changes, and the notebook with it."""
+    root = make_book(tmp_path, {"a": CHAPTER_A, "b": CHAPTER_B})
+    with pytest.raises(notebooks.ConversionError, match="glue/a.json is missing"):
+        notebooks.Converter(root).convert()
+    assert notebooks.out_of_date(root) == ["book/_data/glue/a.json", "book/a.ipynb",
+                                           "book/b.ipynb"]
+    notebooks.write(root)
+    store = json.loads((root / "book/_data/glue/a.json").read_text())
+    assert store["values"] == {"speed": 12.25} and store["recorded"] == {"speed": []}
+    assert notebooks.out_of_date(root) == []
+    chapter = root / "book" / "a.md"
+    chapter.write_text(chapter.read_text().replace("12.25", "30.0"))
+    assert notebooks.out_of_date(root) == ["book/_data/glue/a.json", "book/a.ipynb"]
+    notebooks.write(root)
+    md = "\n".join(source(c) for c in json.loads((root / "book/a.ipynb").read_text())["cells"]
+                   if c["cell_type"] == "markdown")
+    assert "Exercise 1 and 30.0 GB/s" in md and "speed" not in md
+
+
+def test_glue_stand_in_prints_the_books_sentences_with_this_runs_numbers(capsys):
+    glued = glue_text.Glued("book/a", {
+        "values": {"ms": "0.091", "pct": 85.25, "lanes": "32"},
+        "recorded": {"ms": [["NVIDIA X", "2026-01-02"]], "pct": [["NVIDIA X", "2026-01-05"]],
+                     "lanes": []},
+        "order": ["lanes", "pct", "ms"]})
+    text = "# T\n\nIt takes " + glued.role("ms") + " ms, " + glued.role("pct:.0f") + \
+        "% of the *copy* bandwidth. Each warp has " + glued.role("lanes") + " lanes."
+    filled = glued.fill(text)
+    assert filled.startswith("# T\n\nIt takes 0.091 ms, 85% of the *copy* bandwidth. Each "
+                             "warp has 32 lanes.\n\n*The numbers above were recorded on "
+                             "NVIDIA X, 2026-01-02 and 2026-01-05")
     namespace = {}
-    exec(notebooks.GLUE_SHIM, namespace)
-    namespace["glue"]("speed", 12.5, display=False)
-    assert capsys.readouterr().out == "speed = 12.5\n"
+    exec(glued.cell_code(), namespace)
+    glue = namespace["glue"]
+    glue("pct", 91.0, display=False)  # not yet: the sentence's last value is "ms"
+    assert capsys.readouterr().out == ""
+    glue("ms", "0.080", display=False)
+    glue("lanes", "32", display=False)
+    # recorded numbers: on the simulator, the benchmark cells return the recording
+    whose = "Recorded (no GPU here)" if kernels.SIMULATOR else "Measured on this GPU"
+    assert capsys.readouterr().out == (
+        f"{whose}: It takes 0.080 ms, 91% of the copy bandwidth.\n"
+        "This run: Each warp has 32 lanes.\n")
+
+
+def test_no_notebook_text_holds_a_glue_role_or_name():
+    import glue_values
+
+    fenced = re.compile(r"^(`{3,}|~{3,}).*?^\1", re.M | re.S)
+    for name in CHAPTERS:
+        text = "\n".join(source(c) for c in load(name)["cells"] if c["cell_type"] == "markdown")
+        assert "{glue" not in text, name
+        prose = fenced.sub("", text)  # listings may name a value's field
+        chapter = re.sub(r"\{glue:text\}`[^`]*`", "", (ROOT / f"{name}.md").read_text())
+        store = glue_values.stored(ROOT, name) or {"values": {}}
+        for key in store["values"]:
+            if f"`{key}`" not in chapter:  # the chapter's own prose may quote the name
+                assert f"`{key}`" not in prose, (name, key)
+                if "_" in key:
+                    assert not re.search(rf"(?<![\w`-]){re.escape(key)}(?![\w`-])", prose), \
+                        (name, key)
+        if store["values"]:
+            assert "*The numbers above were recorded on " in text, name
 
 
 @pytest.mark.parametrize("text, complaint", [

@@ -2,7 +2,9 @@
 
 Kernel sources shown with literalinclude become code blocks, exercises quotes,
 solutions collapsed <details> blocks, cross references plain text or links to the
-other chapters' notebooks; `from myst_nb import glue` gets a stand-in; the first
+other chapters' notebooks; glued numbers the recorded values, and `from myst_nb
+import glue` a stand-in that prints the book's sentences with the reader's numbers
+(glue_values.py runs the chapter for them, glue_text.py writes them in); the first
 cell sets up the runtime (first_cell.py).
 """
 
@@ -14,24 +16,15 @@ import types
 import urllib.parse
 
 import first_cell
+import glue_text
+import glue_values
 import myst
 from book_config import ConversionError, book_settings, chapters, numba_cuda_version
 
 COLAB = "https://colab.research.google.com/github"
 MARKER = "generated_from"  # notebook metadata key naming the chapter source
 
-GLUE_IMPORT = re.compile(r"^from myst_nb import glue[ \t]*$", re.M)
-GLUE_SHIM = '''\
-def glue(name, value, display=True):
-    """Stand-in for myst_nb.glue: the book quotes `name` in its text; here it is shown."""
-    if display or not isinstance(value, (int, float, str)):
-        from IPython.display import display as show
-
-        show(value)
-    else:
-        print(f"{name} = {value}")'''
-
-
+GLUE_IMPORT = re.compile(r"^from myst_nb import glue[ \t]*\n?", re.M)
 
 
 ADMONITIONS = {"note", "tip", "hint", "important", "warning", "caution", "attention",
@@ -69,10 +62,16 @@ def quote(text):
 
 
 class Converter:
-    """Turns the chapters of one book into notebooks (call convert twice: labels)."""
+    """Turns the chapters of one book into notebooks (call convert twice: labels).
 
-    def __init__(self, root):
+    `glue`: how the chapters' glued numbers are found (glue_values.values: "fresh",
+    "refresh" or "stored"); `glue_root`: the book whose stores hold them (the student
+    edition reads the instructors' book)."""
+
+    def __init__(self, root, glue="fresh", glue_root=None):
         self.root = root
+        self.glue_mode, self.glue_root = glue, glue_root or root
+        self.stores = {}  # chapter -> its glued numbers, found once for both passes
         self.owner, self.repo, self.branch = book_settings(root)
         self.numba_cuda = numba_cuda_version(root)
         self.names = chapters(root)
@@ -109,15 +108,23 @@ class Converter:
         cells = [nbformat.v4.new_code_cell(first_cell.source(
             f"https://github.com/{self.owner}/{self.repo}", self.branch, self.numba_cuda),
             metadata=dict(first_cell.METADATA))]
-        uses_glue = False
+        if name not in self.stores:
+            self.stores[name] = (glue_values.values(self.glue_root, name, self.glue_mode)
+                                 if glue_values.uses_glue((self.root / f"{name}.md").read_text())
+                                 else None)
+        self.glued = glue_text.Glued(name, self.stores[name], strict=self.glue_mode != "stored")
+        glue_at = None  # where the stand-in for glue() goes: before the cell importing it
         for cell in source.cells:
             if cell.cell_type == "code":
-                code, n = GLUE_IMPORT.subn(GLUE_SHIM, cell.source)
-                uses_glue |= n > 0
-                if "myst_nb" in GLUE_IMPORT.sub("", cell.source):
+                code, n = GLUE_IMPORT.subn("", cell.source)
+                if n and glue_at is None:
+                    glue_at = len(cells)
+                if "myst_nb" in code:
                     raise ConversionError(f"{name}: use `from myst_nb import glue` (the form "
                                           "the notebooks replace with a stand-in)")
-                new = nbformat.v4.new_code_cell(code)
+                if not code.strip():
+                    continue
+                new = nbformat.v4.new_code_cell(code.strip("\n") if n else code)
                 tags = cell.metadata.get("tags", [])
                 if tags:
                     new.metadata["tags"] = list(tags)
@@ -126,11 +133,16 @@ class Converter:
                 cells.append(new)
             elif cell.cell_type == "markdown":
                 text = self.markdown(cell.source)
+                text = self.glued.fill(text)
                 if text.strip():
                     cells.append(nbformat.v4.new_markdown_cell(text))
             else:
                 cells.append(nbformat.v4.new_raw_cell(cell.source))
-        self.add_note(cells, name, uses_glue)
+        if glue_at is not None:
+            cells.insert(glue_at, nbformat.v4.new_code_cell(
+                self.glued.cell_code(),
+                metadata={**first_cell.METADATA, "jupyter": {"source_hidden": True}}))
+        self.add_note(cells, name, glue_at is not None)
         for i, cell in enumerate(cells):
             cell.id = f"cell-{i}"  # stable ids: regenerating gives the same file
         nb = nbformat.v4.new_notebook(cells=cells)
@@ -150,8 +162,9 @@ class Converter:
                 "cell before the others; in Colab, pick a GPU runtime first (Runtime > Change "
                 "runtime type > T4 GPU).")
         if uses_glue:
-            note += (" Numbers that the book quotes in its text appear here as names in "
-                     "code font; the code cell that computes them prints their values.")
+            note += (" The numbers in the text were recorded on a GPU, as each passage says; "
+                     "the code cell that computes them prints the same sentences with your "
+                     "run's numbers.")
         note += "*"
         for cell in cells:
             if cell.cell_type == "markdown":
@@ -232,8 +245,8 @@ class Converter:
         if name in ("figure", "image"):
             return self.figure(d, options, content)
         if name in GLUE_DIRECTIVES:
-            self.label(options.get("name"), "the figure" if name == "glue:figure" else d.arg)
-            shown = f"*(Shown by the code cell above that computes `{d.arg}`.)*"
+            self.label(options.get("name"), "the figure" if name == "glue:figure" else "this")
+            shown = "*(The code cell above that computes it shows it when it runs.)*"
             return f"{self.markdown(content)}\n\n{shown}" if content else shown
         if name == "list-table":
             return self.list_table(d, options, content)
@@ -378,7 +391,7 @@ class Converter:
                 return f"[{shown}]({self.colab_url(chapter)})"
             return shown
         if name.startswith("glue"):
-            return f"`{target.split(':')[0]}`"
+            return self.glued.role(text)
         if name in ("sup", "sub"):
             return f"<{name}>{text}</{name}>"
         if name == "kbd":

@@ -12,9 +12,11 @@ opens book/<chapter>.ipynb on GitHub at the branch set in _config.yml, because a
 of the Sphinx build). A notebook is plain Jupyter.
 
 The work is split by job: book_config.py reads the book's settings, myst_to_notebook.py
-converts a chapter (its first cell: first_cell.py, whose code is colab_setup.py),
-run_notebooks.py executes notebooks; this module writes and checks them and is the
-command line. Its names are the tools' public interface (tests, student.py, the grader).
+converts a chapter (its first cell: first_cell.py, whose code is colab_setup.py; its
+glued numbers: glue_values.py, which runs the chapter once and keeps them in
+book/_data/glue, and glue_text.py), run_notebooks.py executes notebooks; this module
+writes and checks them and is the command line. Its names are the tools' public
+interface (tests, student.py, the grader).
 """
 
 import pathlib
@@ -24,11 +26,12 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 # the tools' public names, re-exported from where they live
 from book_config import (ConversionError, book_settings, chapters,  # noqa: E402
                          numba_cuda_version, toc_files)
-from myst_to_notebook import COLAB, GLUE_SHIM, MARKER, Converter  # noqa: E402
+import glue_values  # noqa: E402
+from myst_to_notebook import COLAB, MARKER, Converter  # noqa: E402
 from run_notebooks import execute, execute_all, execute_plain, scratch  # noqa: E402
 
 __all__ = ["ConversionError", "book_settings", "chapters", "numba_cuda_version", "toc_files",
-           "COLAB", "GLUE_SHIM", "MARKER", "Converter", "execute", "execute_all",
+           "COLAB", "MARKER", "Converter", "execute", "execute_all",
            "execute_plain", "scratch", "generated", "out_of_date", "write", "ROOT"]
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
@@ -40,9 +43,11 @@ def text_of(nb):
     return nbformat.writes(nb) + "\n"
 
 
-def generated(root):
-    """{path of a generated notebook: its text} for the book at `root`."""
-    return {root / f"{name}.ipynb": text_of(nb) for name, nb in Converter(root).convert().items()}
+def generated(root, glue="fresh", glue_root=None):
+    """{path of a generated notebook: its text} for the book at `root` (`glue`,
+    `glue_root`: where the glued numbers come from, as Converter takes them)."""
+    return {root / f"{name}.ipynb": text_of(nb)
+            for name, nb in Converter(root, glue, glue_root).convert().items()}
 
 
 def stray(root, wanted):
@@ -58,7 +63,8 @@ def stray(root, wanted):
 
 
 def write(root):
-    wanted = generated(root)
+    """Write every notebook; a chapter whose glued numbers are stale runs again first."""
+    wanted = generated(root, glue="refresh")
     for path, text in wanted.items():
         if not path.exists() or path.read_text() != text:
             path.write_text(text)
@@ -69,10 +75,16 @@ def write(root):
 
 
 def out_of_date(root):
-    """Paths (relative to root) of notebooks that are missing, stale or stray."""
-    wanted = generated(root)
-    bad = [p for p, text in wanted.items() if not p.exists() or p.read_text() != text]
-    return [str(p.relative_to(root)) for p in bad + stray(root, wanted)]
+    """Paths (relative to root) of notebooks that are missing, stale or stray, and of
+    stores of glued numbers that no longer match their chapter (with its notebook)."""
+    stale = [name for name in chapters(root)
+             if glue_values.uses_glue((root / f"{name}.md").read_text())
+             and glue_values.is_stale(root, name)]
+    wanted = generated(root, glue="stored")
+    bad = [p for p, text in wanted.items() if not p.exists() or p.read_text() != text
+           or p.with_suffix("").relative_to(root).as_posix() in stale]
+    stores = [glue_values.store_path(root, name) for name in stale]
+    return [str(p.relative_to(root)) for p in stores + bad + stray(root, wanted)]
 
 
 def main(argv=None):
