@@ -64,6 +64,8 @@ colab: $(STAMP)  ## run every notebook as a fresh Colab runtime would, first cel
 	  tests/test_notebooks.py::test_notebook_runs_top_to_bottom
 
 .PHONY: notebooks student
+# A chapter whose prose glues numbers runs once on the simulator for them when its code
+# cells or the recordings changed (book/_tools/glue_values.py; kept in book/_data/glue).
 notebooks: $(STAMP)  ## regenerate the Colab notebooks book/*.ipynb from the chapters
 	$(PY) book/_tools/notebooks.py
 
