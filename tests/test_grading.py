@@ -10,6 +10,7 @@ unsolved gridstride.ipynb. On a GPU, test_planted_on_gpu grades them there.
 import concurrent.futures
 import csv
 import hashlib
+import itertools
 import json
 import os
 import pathlib
@@ -23,7 +24,7 @@ import cheats
 import hostile
 import kernels
 import planted
-from kernels.checks import registry
+from kernels.checks import races, registry
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 KINDS = ("correct", "buggy", "host", "empty")
@@ -115,7 +116,10 @@ def test_planted_races_earn_nothing_and_the_race_is_named(planted_grades):
         assert "the tracer ran your code on the simulator and found" in part, part
         assert "both touch" in part or "both use" in part, part
         block = part[part.index("```text\n"):part.rindex("```")]
-        drawn = block[block.index("from run to run\n"):].splitlines()[1:]
+        # the picture: the race case's detail lines after its sentence, to the next case
+        # (on a GPU the race case runs last, and kahan's chain cases come after it)
+        after = block[block.index("from run to run\n"):].splitlines()[1:]
+        drawn = list(itertools.takewhile(lambda line: line.startswith(races.INDENT), after))
         assert drawn and all(len(line) <= 80 for line in drawn), part
         racing = re.compile(r"\[([RWA]+|in|K|out)\]")
         assert sum(bool(racing.search(line)) for line in drawn) == 2, part
