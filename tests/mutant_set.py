@@ -256,4 +256,46 @@ def all_mutants(lookups=True):
 
 
 # Mutants that are still right answers, each with why (a GPU gives them full marks too)
-EQUIVALENT = {}
+ANY_LAUNCH = ("blocks and threads swapped in the launch: its loops stride by the grid (and "
+              "the block), so any launch of up to 1,024 threads a block does every element "
+              "once")
+EVERY_BLOCK = ("each block scans the whole array (a block stride): every block finds the "
+               "same maximum, so the result is right, the work done once per block")
+SAME_ELEMENT = "equal value and equal index is the same element: it replaces itself"
+DEFAULT_STREAM = ("this copy on the legacy default stream, not the chunk's: it waits for "
+                  "every blocking stream's earlier work and later work waits for it, so the "
+                  "result is right; the chunks no longer overlap")
+EQUIVALENT = {
+    "atomics-ex-256:indices-swapped@histogram_256": ANY_LAUNCH,
+    "atomics-ex-words:indices-swapped@word_length_histogram": ANY_LAUNCH,
+    "atomics-ex-positions:indices-swapped@positions_of": ANY_LAUNCH,
+    "mutex-ex-bins:indices-swapped@bin_product": ANY_LAUNCH,
+    "reduction-ex-argmax:stride-of-block@argmax_kernel": EVERY_BLOCK,
+    "mutex-ex-argmax:stride-of-block@argmax_mutex_kernel": EVERY_BLOCK,
+    "reduction-ex-topk:bound-flipped@topk_kernel#1": "a value equal to the list's last "
+    "enters it: the list holds the same values",
+    "reduction-ex-topk:bound-flipped@topk_kernel#2": "a value moves past equal ones: the "
+    "list holds the same values",
+    "reduction-ex-topk:bound-flipped@topk_kernel#4": "on a tie the merge takes the other "
+    "list's equal value: the same values",
+    "mutex-ex-deadlock:bound-flipped@sum_positive_kernel": "x >= 0 adds the zeros too: "
+    "the same sum",
+    "mutex-ex-deadlock:bound-flipped@lock": "one more try before a thread gives up",
+    "mutex-ex-argmax:bound-flipped@lock": "one more try before a thread gives up",
+    "mutex-ex-bins:bound-flipped@lock": "one more try before a thread gives up",
+    "mutex-ex-argmax:bound-flipped@argmax_mutex_kernel#4": SAME_ELEMENT,
+    "mutex-ex-argmax:bound-flipped@argmax_mutex_kernel#6": SAME_ELEMENT,
+    "mutex-ex-argmax:int16@argmax_mutex#3": "the failure flag (0 or 1), stored plainly, "
+    "fits 16 bits",
+    "mutex-ex-bins:int16@bin_product#2": "the failure flag (0 or 1), stored plainly, fits "
+    "16 bits",
+    "streams-ex-chunked:stream-dropped@chunked_streams_add#1": DEFAULT_STREAM,
+    "streams-ex-chunked:stream-dropped@chunked_streams_add#2": DEFAULT_STREAM,
+    "streams-ex-chunked:stream-dropped@chunked_streams_add#3": DEFAULT_STREAM,
+    "streams-ex-bounded:stream-dropped@bounded_streams_add#1": DEFAULT_STREAM,
+    "streams-ex-bounded:stream-dropped@bounded_streams_add#2": DEFAULT_STREAM,
+    "streams-ex-bounded:stream-dropped@bounded_streams_add#3": DEFAULT_STREAM,
+    "cooperative-ex-converge:range-short@jacobi_until_converged_kernel#3": "the final copy "
+    "skips the last point, a boundary that the first sweep wrote into out and no sweep "
+    "changes",
+}
