@@ -62,8 +62,9 @@ class Bounds:
 
     @property
     def idle(self):
-        """Fraction of the block slots that the tiles alone leave empty."""
-        return max(0.0, 1 - self.tiles / self.slots)
+        """Fraction of the SMs that get no tile, one block per tile (a second block on
+        an SM shares its lanes: an empty block slot is not idle throughput)."""
+        return max(0.0, 1 - self.tiles / self.sm_count)
 
     @property
     def atomic_adds(self):
@@ -72,8 +73,10 @@ class Bounds:
 
     @property
     def split_gain(self):
-        """The most split-k can gain: blocks at work at once, split over unsplit."""
-        return (min(self.splits * self.tiles, self.slots) / min(self.tiles, self.slots))
+        """The most split-k can gain: SMs at work, split over unsplit. Not blocks at
+        work: a second block on an SM does not double its rate."""
+        return (min(self.splits * self.tiles, self.sm_count)
+                / min(self.tiles, self.sm_count))
 
     def bound_tflops(self, fraction):
         return float(fraction) * self.peak_tflops
@@ -156,8 +159,10 @@ def phrases(b):
     }
     if b.splits > 1:
         out["split_predicted"] = (
-            f"{b.splits} shares make {b.splits * b.tiles} blocks for {b.slots} places "
-            f"instead of {b.tiles}: up to \u00d7 {b.split_gain:.1f} at n = {b.n}, less "
+            f"{b.splits} shares make {b.splits * b.tiles} blocks, enough to give every "
+            f"one of the {b.sm_count} SMs work where {b.tiles} blocks left "
+            f"{100 * b.idle:.0f}% of them idle: up to \u00d7 {b.split_gain:.1f} at "
+            f"n = {b.n} (SMs at work; a second block on an SM shares its lanes), less "
             f"what the zeroing launch and the atomic adds cost")
         out["split_costs"] = (
             f": the zeroing launch, {out['atomic_adds']} atomic adds of partial results "

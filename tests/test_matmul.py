@@ -262,3 +262,22 @@ def test_unbounded_tiled_drops_tail_at_k_1000_on_gpu():
     with pytest.raises(MismatchError):
         assert_product(c, a, b)
     assert_product(c, a[:, :992], b[:992])  # 62 whole tiles: the last 8 terms are lost
+
+
+def test_the_2d_thread_tile_loads_four_128_bit_words_per_64_multiply_adds():
+    """matmul.md: "The compiler then merges each group into one 128-bit load
+    (`ld.shared.v4.f32` in the PTX): 4 load instructions per 64 multiply-adds"."""
+    script = (
+        "import sys, importlib; sys.path.insert(0, 'tests'); import compile_ptx\n"
+        "from kernels import matmul\n"
+        "name = 'matmul_thread_tile_2d_kernel'\n"
+        "sig = importlib.import_module('test_matmul').PTX_SIGNATURES[name][0]\n"
+        "ptx = compile_ptx.compile_ptxes(getattr(matmul, name), sig, False)[(9, 0)]\n"
+        "print(ptx.count('ld.shared.v4.f32'), ptx.count('ld.shared.f32'), "
+        "ptx.count('fma.rn.f32'))\n")
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          cwd=root, env=dict(os.environ, NUMBA_ENABLE_CUDASIM="0"), timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    wide, scalar, fmas = map(int, proc.stdout.split()[-3:])
+    assert scalar == 0 and fmas > 0 and wide * 16 == fmas, (wide, scalar, fmas)

@@ -150,3 +150,56 @@ def test_an_event_on_the_legacy_default_stream_orders_what_waits_for_it(rng):
     t = trace.run(_default_stream_event, a, np.zeros(50, np.int32))
     assert [op.stream for op in t.operations if op.what == "copy in"][-1] == 0
     assert trace.stream_races(t) == []
+
+
+@cuda.jit
+def _fill_kernel(out, value):
+    for i in range(cuda.grid(1), out.size, cuda.gridsize(1)):
+        out[i] = value
+
+
+@cuda.jit
+def _double_kernel(x):
+    for i in range(cuda.grid(1), x.size, cuda.gridsize(1)):
+        x[i] = 2 * x[i]
+
+
+def _fresh_allocation_per_chunk(a, out, chunks):
+    """Each chunk in an allocation of its own, on streams in turn; the last chunk's
+    array is freed when the next is made (the simulator reuses its memory at once)."""
+    streams = [cuda.stream(), cuda.stream()]
+    for k, part in enumerate(np.array_split(np.arange(a.size), chunks)):
+        s = streams[k % 2]
+        d = cuda.to_device(a[part], stream=s)
+        _double_kernel[1, 32, s](d)
+        d.copy_to_host(out[part], stream=s)
+        s.synchronize()
+        del d
+    return out
+
+
+def test_an_allocation_keeps_its_identity_until_the_trace_ends(rng):
+    """Memory freed while tracing is not handed to the next array: a fresh allocation
+    per chunk is not shared memory between streams."""
+    a = rng.integers(-9, 9, 60).astype(np.int32)
+    t = trace.run(_fresh_allocation_per_chunk, a, np.zeros(60, np.int32), 4)
+    assert len({r for r in t.regions}) >= 4
+    assert trace.stream_races(t) == []
+
+
+def _zeroed_on_the_legacy_stream_then_a_new_stream(out):
+    d = cuda.device_array_like(out)
+    _fill_kernel[1, 32](d, 0)  # on the legacy default stream
+    s = cuda.stream()  # made, and first used, after that work
+    _fill_kernel[1, 32, s](d, 5)
+    d.copy_to_host(out, stream=s)
+    s.synchronize()
+    return out
+
+
+def test_a_stream_first_used_after_legacy_stream_work_waits_for_it():
+    """A blocking stream waits for the work queued on the legacy default stream before
+    its own, whenever the stream was made (rule 3 of the streams chapter)."""
+    t = trace.run(_zeroed_on_the_legacy_stream_then_a_new_stream, np.ones(40, np.int32))
+    assert [op.stream for op in t.operations][:2] == [0, 1]
+    assert trace.stream_races(t) == []

@@ -68,11 +68,28 @@ def test_launches_through_a_host_function_are_all_recorded():
     assert t.launch("sum_shared_tree_kernel").arrays["partials"]["shape"] == (256,)
 
 
+@cuda.jit
+def racy_count_kernel(count):  # WRONG on purpose: a plain read-modify-write of one word
+    count[0] += 1
+
+
+def test_a_launch_of_thousands_of_blocks_is_traced_block_by_block():
+    """The simulator runs a launch one block at a time: 64 blocks of 128 threads (8,192
+    threads, more than a cooperative launch may have) are traced, race included."""
+    t = trace.launch(racy_count_kernel, (64, 128), np.zeros(1, np.int32))
+    assert len({a.block for a in t.launch().accesses}) == 64
+    assert trace.races(t)
+
+
 def test_a_launch_too_large_is_refused_before_it_runs():
-    a = np.zeros(100_000, np.float32)
-    with pytest.raises(trace.TraceTooLarge, match=r"25,600 threads; the tracer accepts at "
-                                                  r"most 4,096"):
-        trace.launch(gridstride.vector_add_gridstride_kernel, (100, 256), a, a, a)
+    a = np.zeros(70_000, np.float32)
+    with pytest.raises(trace.TraceTooLarge, match=r"70,000 threads; the tracer accepts at "
+                                                  r"most 65,536\."):
+        trace.launch(gridstride.vector_add_gridstride_kernel, (700, 100), a, a, a)
+    m = np.zeros((20, 300))
+    with pytest.raises(trace.TraceTooLarge, match=r"5,120 threads; the tracer accepts at "
+                                                  r"most 4,096 in a cooperative launch"):
+        trace.launch(cooperative.rows_grid_sync_kernel, (20, 256), m)
 
 
 def test_too_many_accesses_stop_the_recording(monkeypatch):

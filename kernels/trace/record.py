@@ -33,7 +33,10 @@ from kernels.trace import blocks
 from kernels.trace.model import Access, Launch, Operation, TraceError, TraceTooLarge
 from kernels.trace.order import Sync
 
-MAX_THREADS = 4096  # per launch: each simulated thread is an OS thread
+# Each simulated thread is an OS thread. A cooperative launch runs all its blocks live
+# (kernels.trace.blocks); any other runs one block at a time, so it may have many.
+MAX_COOPERATIVE_THREADS = 4096
+MAX_THREADS = 1 << 16
 MAX_ACCESSES = 400_000  # per recording: beyond this the pictures say nothing more
 GPU_ONLY = ("shfl_sync", "shfl_up_sync", "shfl_down_sync", "shfl_xor_sync", "ballot_sync",
             "match_any_sync", "match_all_sync", "activemask", "lanemask_lt", "vote_sync_intrinsic",
@@ -77,6 +80,10 @@ class Recorder:
         self._lock = threading.Lock()
         self._regions = ([], [])  # this launch's arrays: (their starts, _Regions), sorted
         self._allocations = {}  # root address -> name, for stream pictures
+        # Every array seen, kept until the trace ends: memory freed while recording
+        # would be handed to the next array at once, which would then look like the same
+        # memory (a GPU's allocator frees lazily, and a free waits for the device).
+        self._kept = []
         self._launch = None
         self._streams = {}  # id(stream) -> number; 0 is the default stream
         self._stream_objs = []  # keeps them alive so their ids stay theirs
@@ -95,7 +102,9 @@ class Recorder:
         if id(s) not in self._streams:
             self._streams[id(s)] = len(self._streams) + 1
             self._stream_objs.append(s)
-            self._clocks[self._streams[id(s)]] = {}
+            # a (blocking) stream waits for the work queued on the legacy default stream
+            # before it, even when it is first used afterwards
+            self._clocks[self._streams[id(s)]] = dict(self._clocks[0])
         return self._streams[id(s)]
 
     @staticmethod
@@ -143,6 +152,7 @@ class Recorder:
                         span if what == "copy in" else [])
 
     def _name_allocation(self, ary):
+        self._kept.append(ary)
         region = _Region("", "global", ary)
         if region.root not in self._allocations:
             self._allocations[region.root] = f"device array {len(self._allocations) + 1}"
@@ -221,11 +231,15 @@ class Recorder:
         fn = dispatcher.fn
         grid, block = dispatcher.grid_dim, dispatcher.block_dim
         threads = int(np.prod(grid)) * int(np.prod(block))
-        if threads > MAX_THREADS:
+        cooperative = blocks.uses_grid_sync(fn)
+        most = MAX_COOPERATIVE_THREADS if cooperative else MAX_THREADS
+        if threads > most:
             raise TraceTooLarge(
                 f"{fn.__name__}[{grid}, {block}] launches {threads:,} threads; the tracer "
-                f"accepts at most {MAX_THREADS:,} (each is an OS thread on the simulator). "
-                "Pass a smaller input or fewer blocks: a few blocks show the pattern")
+                f"accepts at most {most:,}" + (" in a cooperative launch, whose blocks "
+                "all run at once (each thread is an OS thread on the simulator)"
+                if cooperative else "") + ". Pass a smaller input or fewer blocks: a "
+                "few blocks show the pattern")
         gpu_only = sorted(set(fn.__code__.co_names) & set(GPU_ONLY))
         if gpu_only:
             raise TraceError(f"{fn.__name__} calls cuda.{gpu_only[0]}, a warp-level "
@@ -252,7 +266,6 @@ class Recorder:
                 if same is None:
                     self._add_region(region)
             wrapped.append(arg)
-        cooperative = blocks.uses_grid_sync(fn)
         self._launch = Launch(len(self.launches), fn.__name__, tuple(grid), tuple(block),
                               self._stream(stream), arrays, cooperative=cooperative)
         self.count = sum(len(launch.accesses) for launch in self.launches)
