@@ -49,8 +49,9 @@ def figure(height, nrows=1, ncols=1, **kwargs):
     """A figure `height` inches tall at the column's width, and its axes, as
     ``plt.subplots(nrows, ncols, **kwargs)`` returns them. Constrained layout keeps
     titles, labels and legends inside the figure, so what is drawn is what is shown."""
-    if not 0.5 <= height <= 12:
-        raise ValueError(f"figure height {height!r} in: give 0.5 to 12 inches")
+    # 16 in: the summary of every benchmark on the performance page, a row each
+    if not 0.5 <= height <= 16:
+        raise ValueError(f"figure height {height!r} in: give 0.5 to 16 inches")
     kwargs.setdefault("layout", "constrained")
     return plt.subplots(nrows, ncols, figsize=(WIDTH_IN, height), FigureClass=CourseFigure,
                         **kwargs)

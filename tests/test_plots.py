@@ -85,7 +85,7 @@ def test_facts_of_a_png_not_made_by_the_course():
 
 def test_bad_height_is_refused():
     for height in (0, 0.1, 40):
-        with pytest.raises(ValueError, match="give 0.5 to 12 inches"):
+        with pytest.raises(ValueError, match="give 0.5 to 16 inches"):
             plots.figure(height)
 
 
