@@ -8,13 +8,13 @@ sentence to rewrite (or to glue from the recording).
 from claims import rec, recording  # noqa: F401 (recording: the autouse fixture)
 
 
-def test_cooperative_a_numba_launch_costs_the_host_10_to_30_us():
-    """cooperative.md: "Every Numba launch costs the host some 10 to 30 µs of Python and
-    driver work, and the cooperative version launches once instead of 32 times"."""
+def test_cooperative_a_numba_launch_costs_the_host_time_of_its_own():
+    """cooperative.md: "Every Numba launch costs the host Python and driver work (here
+    [glued] µs per sweep: the launch-per-sweep version's end-to-end time less its GPU
+    time)": a cost, so positive, and of the tens of µs the streams chapter measures."""
     jac = rec("cooperative.jacobi")
-    assert jac.entry["params"]["steps"] == 32
     small = jac.get("jacobi_launch_per_step", n=jac.entry["params"]["sizes"][0])
-    assert 10 <= small["us_per_step_e2e"] - small["us_per_step"] <= 30
+    assert 3 <= small["us_per_step_e2e"] - small["us_per_step"] <= 100
 
 
 def test_cooperative_a_grid_barrier_costs_more_than_a_block_barrier():

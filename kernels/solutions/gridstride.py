@@ -25,8 +25,9 @@ def reverse_inplace_kernel(x):
     n = x.size
     start = cuda.grid(1)
     stride = cuda.gridsize(1)
-    # Only the first half: each swap moves two elements, so going to n would
-    # swap every pair twice and leave the array as it was.
+    # Only the first half: each swap moves two elements, so going to n would have
+    # a second thread swap each pair back, racing with the first (on a GPU the
+    # result then depends on timing: neither reversed nor reliably unchanged).
     for i in range(start, n // 2, stride):
         j = n - 1 - i
         x[i], x[j] = x[j], x[i]
