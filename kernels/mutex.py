@@ -50,7 +50,13 @@ def dot_tolerance(a, b, *, blocks=None, threads=THREADS):
     u * (sum of |a_i b_i| + sum of |every partial sum the kernels form|): summation_rounding."""
     blocks, threads = _dot_args(a, b, blocks, threads)
     # float32 x float32 is exact in float64 (24-bit significands, 53 bits of room)
-    return summation_rounding(a.astype(np.float64) * b.astype(np.float64), blocks, threads)
+    terms = a.astype(np.float64) * b.astype(np.float64)
+    # dot_last_block adds its products in groups of four, (p0 + p1) + (p2 + p3), before
+    # they reach the running sum (whose sums after each group are among those the model
+    # counts): two more roundings per term, each at most u times its group's sum of
+    # |terms|
+    u = float(np.finfo(np.float32).eps) / 2
+    return summation_rounding(terms, blocks, threads) + 2 * u * np.abs(terms).sum()
 
 
 def summation_rounding(terms, blocks, threads):
