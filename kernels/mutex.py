@@ -370,9 +370,8 @@ def dot_atomic(a, b, *, blocks=None, threads=THREADS, into=None):
 
 
 def dot_last_block(a, b, *, blocks=None, threads=THREADS, into=None):
-    """Queue a . b; the last block writes the total; return a DeviceTotal. With `into`
-    (a DeviceTotal reused across calls) that is one launch; without it, the fresh total's
-    flag and lock are first cleared by a reset launch."""
+    """Queue a . b in one launch (no reset launch): the last block writes the total;
+    return a DeviceTotal."""
     blocks, threads = _dot_args(a, b, blocks, threads)
     total = _into(into, np.float32) if into is not None else DeviceTotal(np.float32).reset()
     sums = scratch.buffer("dot total", np.zeros(1, np.float32))
