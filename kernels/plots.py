@@ -11,8 +11,8 @@
 
 Sizes: the column is about 690 CSS px wide at a 1280 px window, and a 6.6 in figure
 shown there keeps 1.45 px per point, so text of ``MIN_PT`` = 9 pt renders at 13 px. A
-narrow (phone) screen must not shrink a figure below ``narrowest_px()``, where that
-text is 10 px: book/_static/figures.css lets the figure scroll sideways instead.
+narrow (phone) screen shows a figure narrower than ``narrowest_px()``, where that text
+is 10 px, whole, and a tap opens it at that width (book/_static/figures.css, course.js).
 
 Importing this module sets matplotlib's default font sizes to the course's (9-11 pt),
 and, inside IPython, shows every figure made by ``figure()`` through ``png()``.

@@ -99,9 +99,11 @@ def test_title_names_what_and_where_from():
     assert fig._suptitle.get_horizontalalignment() == "left"
 
 
-def test_css_keeps_figures_at_their_narrowest_legible_width():
+def test_css_opens_figures_at_their_narrowest_legible_width():
+    """figures.css's --course-readable: the width below which a tap opens a figure
+    full size (course.js), and the width it opens at."""
     css = (ROOT / "book" / "_static" / "figures.css").read_text()
-    widths = re.findall(r"min-width:\s*(\d+)px", css)
+    widths = re.findall(r"--course-readable:\s*(\d+)px", css)
     assert widths == [f"{plots.narrowest_px():.0f}"]
     assert plots.narrowest_px() * plots.MIN_PT / 72 / plots.WIDTH_IN >= plots.MIN_PX
 
