@@ -228,7 +228,7 @@ def test_the_tree_without_syncthreads_races_and_the_tree_with_them_does_not(rng)
 def test_the_streams_shared_buffer_race_is_found_and_the_pipelines_are_not(rng):
     n = 37
     a = rng.integers(-1000, 1000, n).astype(np.int32)
-    out = np.zeros(n, np.int32)
+    out = cuda.pinned_array(n, np.int32)  # into pageable memory the host waits for a copy
     shared = trace.run(streams.vector_add_pipelined_shared_buffers, a, a, out, chunks=3,
                        threads=32)
     found = trace.stream_races(shared)

@@ -138,7 +138,7 @@ def _default_stream_event(a, out):
 
 def test_to_device_on_a_stream_is_a_copy_on_that_stream(rng):
     a = rng.integers(-9, 9, 50).astype(np.int32)
-    t = trace.run(_shared_buffers_with_to_device, a, np.zeros(50, np.int32), 3)
+    t = trace.run(_shared_buffers_with_to_device, a, cuda.pinned_array(50, np.int32), 3)
     assert sum(op.what == "copy in" for op in t.operations) >= 3
     found = trace.stream_races(t)
     assert found and all(r.first.stream != r.second.stream for r in found)
@@ -203,3 +203,30 @@ def test_a_stream_first_used_after_legacy_stream_work_waits_for_it():
     t = trace.run(_zeroed_on_the_legacy_stream_then_a_new_stream, np.ones(40, np.int32))
     assert [op.stream for op in t.operations][:2] == [0, 1]
     assert trace.stream_races(t) == []
+
+
+def _added_on_a_stream(a, pinned_out, wait):
+    s = cuda.stream()
+    d = cuda.to_device(a, stream=s)
+    _double_kernel[1, 32, s](d)
+    out = cuda.pinned_array(a.shape, a.dtype) if pinned_out else np.empty_like(a)
+    d.copy_to_host(out, stream=s)
+    if wait:
+        s.synchronize()
+    return out
+
+
+def test_the_host_reading_what_a_stream_still_copies_is_a_race(rng):
+    """A copy from a stream into pinned memory returns at once: the host must wait for
+    the stream before it uses the result. Into pageable memory CUDA copies before it
+    returns, and a synchronised stream is waited for."""
+    from kernels.trace import diagrams
+
+    a = rng.integers(-9, 9, 40).astype(np.int32)
+    found = trace.stream_races(trace.run(_added_on_a_stream, a, True, False))
+    assert len(found) == 1 and found[0].second.stream == trace.model.HOST
+    assert "synchronize that stream" in found[0].describe()
+    picture = diagrams.text(trace.run(_added_on_a_stream, a, True, False), found[0])
+    assert "the host" in picture and "[use]" in picture
+    for pinned_out, wait in ((True, True), (False, False)):
+        assert trace.stream_races(trace.run(_added_on_a_stream, a, pinned_out, wait)) == []

@@ -1,11 +1,12 @@
 """Checkers for the streams chapter's exercises.
 
-Each calls the reader's function on host arrays (pinned ones on a GPU, so that the
-copies really are asynchronous) with sizes that chunk counts do not divide, and reads
-the output as soon as the function returns: a function that forgets to wait for its
-streams fails on a GPU. The simulator runs every stream synchronously, so the results
-there say nothing of a race between streams: the race case (kernels.checks.races)
-traces one call and fails work on two streams that shares device memory unordered.
+Each calls the reader's function on pinned host arrays (so that the copies really are
+asynchronous) with sizes that chunk counts do not divide, and reads the output as soon
+as the function returns: a function that forgets to wait for its streams fails on a
+GPU. The simulator runs every stream synchronously, so the results there say nothing
+of a race between streams: the race case (kernels.checks.races) traces one call, the
+same way, and fails work on two streams that shares memory unordered, and a result the
+host reads before the copy into it is waited for.
 """
 
 import numpy as np
@@ -23,20 +24,12 @@ NEW_STREAM = "new stream"  # a case's setting: a stream made beside the answer
 
 
 def _race_inputs(rng):
-    a, b = (rng.integers(-2**30, 2**30, RACE_SIZE, dtype=np.int32) for _ in range(2))
-    return a, b, np.zeros(RACE_SIZE, np.int32)
-
-
-@answer_step
-def on_a_new_stream(fn, a, b, out):
-    """fn(a, b, out, stream) on a stream made here (where the tracer runs it)."""
-    return fn(a, b, out, cuda.stream())
+    return tuple(rng.integers(-2**30, 2**30, RACE_SIZE, dtype=np.int32) for _ in range(2))
 
 
 def _host(values):
-    """A pinned copy on a GPU (asynchronous copies); the array itself on the simulator."""
-    if SIMULATOR:
-        return values
+    """A pinned copy: copies from a stream into it, or out of it, are asynchronous (on
+    the simulator too, as the tracer models them: kernels.simulator.page_locked)."""
     host = cuda.pinned_array(values.shape, values.dtype)
     host[:] = values
     return host
@@ -62,7 +55,8 @@ def _poisoned(n):
 @answer_step
 def added(fn, a, b, *setting):
     """out after fn(a, b, out, *setting) returned, read at once: pinned copies of a and
-    b on a GPU, out poisoned. A setting "new stream" is a stream made here."""
+    b, out pinned and poisoned. A setting "new stream" is a stream made here (where the
+    tracer runs it)."""
     out = _poisoned(a.size)
     setting = [cuda.stream() if s == NEW_STREAM else s for s in setting]
     fn(_host(a), _host(b), out, *setting)
@@ -78,7 +72,7 @@ def stream_add(fn):
     rng = core.rng(61)
     cases = _cases(rng, lambda n: [((NEW_STREAM,), "")])
     return run_cases("stream_add", cases, _run(fn), race=races.host(
-        fn, _race_inputs(rng), f"n={RACE_SIZE}", via=on_a_new_stream))
+        fn, (*_race_inputs(rng), NEW_STREAM), f"n={RACE_SIZE}", via=added))
 
 
 def chunked_streams_add(fn):
@@ -86,7 +80,7 @@ def chunked_streams_add(fn):
     rng = core.rng(62)
     cases = _cases(rng, lambda n: [((c,), f", {c} chunks") for c in (1, 3, 4, 16) if c <= n])
     return run_cases("chunked_streams_add", cases, _run(fn), race=races.host(
-        fn, (*_race_inputs(rng), 3), f"n={RACE_SIZE}, 3 chunks"))
+        fn, (*_race_inputs(rng), 3), f"n={RACE_SIZE}, 3 chunks", via=added))
 
 
 def bounded_streams_add(fn):
@@ -96,4 +90,4 @@ def bounded_streams_add(fn):
     cases = _cases(rng, lambda n: [((c, s), f", {c} chunks on {s} streams")
                                    for c, s in settings if c <= n])
     return run_cases("bounded_streams_add", cases, _run(fn), race=races.host(
-        fn, (*_race_inputs(rng), 5, 2), f"n={RACE_SIZE}, 5 chunks on 2 streams"))
+        fn, (*_race_inputs(rng), 5, 2), f"n={RACE_SIZE}, 5 chunks on 2 streams", via=added))

@@ -14,6 +14,7 @@ import math
 import numpy as np
 
 from kernels.trace import fixes, order
+from kernels.trace.model import HOST
 
 SECTOR = 32  # bytes: the unit in which a GPU moves global memory
 BANKS = 32  # shared memory banks, each 4 bytes wide
@@ -406,6 +407,12 @@ class StreamRace:
         def where(op):
             return ("the legacy default stream" if op.stream == 0 else
                     f"stream {op.stream}")
+        if self.second.stream == HOST:
+            return (f"the host reads {self.memory} after the call, but {self.first.what} "
+                    f"on {where(self.first)} may still be writing it (into pinned memory a "
+                    "copy returns before it is done), and nothing makes the host wait for "
+                    "it: synchronize that stream (or an event recorded after the copy) "
+                    "before the result is used")
         return (f"{self.first.what} on {where(self.first)} and {self.second.what} on "
                 f"{where(self.second)} both use {self.memory}, at least one writing, and "
                 "nothing orders the two streams (no stream order, event or "

@@ -17,6 +17,7 @@ import math
 import textwrap
 
 from kernels.trace import analyses
+from kernels.trace.model import HOST
 
 WIDTH = 72  # a checker's report indents a detail by 8 columns: 80 in all
 MOST_COLUMNS = 11  # elements shown along an array's last axis, at most
@@ -155,11 +156,13 @@ def _wrapped(line):
 
 
 def _where(op):
-    return "the default stream" if op.stream == 0 else f"stream {op.stream}"
+    return ("the default stream" if op.stream == 0 else "the host" if op.stream == HOST
+            else f"stream {op.stream}")
 
 
 def _short(op):
-    return {"copy in": "in", "copy out": "out"}.get(op.what, "K")
+    return {"copy in": "in", "copy out": "out"}.get(op.what, "use" if op.stream == HOST
+                                                     else "K")
 
 
 def stream_race_text(trace, race):
@@ -241,7 +244,7 @@ def _queues(trace, race):
             break
         shown = columns
     lines = _wrapped("in the order queued (in: copy to device, K: kernel, out: copy to "
-                     "host):")
+                     "host" + (", use: the host reads it" if HOST in streams else "") + "):")
     for stream, name in zip(streams, names):
         row = ""
         for i in shown:

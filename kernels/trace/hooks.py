@@ -106,7 +106,7 @@ def _patches(rec):
 
     def copy_to_host(self, ary=None, stream=0):
         out = to_host0(self, ary, stream=stream)
-        rec.copied("copy out", stream, self._ary, self._ary.nbytes)
+        rec.copied("copy out", stream, self._ary, self._ary.nbytes, out)
         return out
 
     def host_to_device(dst, src, size, stream=0):
@@ -117,7 +117,7 @@ def _patches(rec):
 
     def device_to_host(dst, src, size, stream=0):
         d2h0(dst, src, size, stream)
-        rec.copied("copy out", stream, src._ary, size)
+        rec.copied("copy out", stream, src._ary, size, dst)
 
     def stream_sync(self):
         rec.host_waits(rec.clock_of(self))
@@ -240,6 +240,7 @@ def record(fn, args, kwargs):
     """Call fn(*args, **kwargs) with every kernel launch recorded; the Trace."""
     with recording() as rec:
         fn(*args, **kwargs)
+        rec.host_reads()
     if not rec.launches:
         raise NothingLaunched(f"{getattr(fn, '__name__', fn)} launched no kernel: nothing "
                               "to trace")

@@ -90,12 +90,16 @@ class Launch:
         return int(np.prod(self.block))
 
 
+HOST = -1  # the stream number of the host's own reads of what was copied to it
+
+
 @dataclasses.dataclass
 class Operation:
-    """Work queued on a stream: a copy or a kernel, with the device bytes it touches."""
+    """Work queued on a stream: a copy or a kernel, with the memory it touches (device
+    bytes; a copy out also writes host bytes, which the host reads at the end)."""
     seq: int
-    what: str  # "copy in", "copy out" or "kernel <name>"
-    stream: int
+    what: str  # "copy in", "copy out", "kernel <name>" or "host reads the result"
+    stream: int  # 0: the legacy default stream; HOST: the host
     clock: dict  # vector clock: stream -> operations of that stream this one follows
     reads: list  # [(start, end)] device byte ranges
     writes: list

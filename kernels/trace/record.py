@@ -29,8 +29,9 @@ from numba.cuda.simulator import kernel
 from numba.cuda.simulator.cudadrv import devicearray
 from numba.np import numpy_support
 
+from kernels import simulator
 from kernels.trace import blocks
-from kernels.trace.model import Access, Launch, Operation, TraceError, TraceTooLarge
+from kernels.trace.model import HOST, Access, Launch, Operation, TraceError, TraceTooLarge
 from kernels.trace.order import Sync
 
 # Each simulated thread is an OS thread. A cooperative launch runs all its blocks live
@@ -144,18 +145,37 @@ class Recorder:
         self.operations.append(op)
         return op
 
-    def copied(self, what, stream, device, nbytes):
-        """A copy in (host to `device`) or out, of its first `nbytes` bytes."""
+    def copied(self, what, stream, device, nbytes, host=None):
+        """A copy in (host to `device`) or out, of its first `nbytes` bytes; a copy out
+        into `host` (an array) writes that host memory too, and the host waits for it
+        unless it is asynchronous: on a stream, into pinned memory."""
         region = self._name_allocation(device)
         span = [(region.start, region.start + nbytes)]
-        self._operation(what, self._stream(stream), [] if what == "copy in" else span,
-                        span if what == "copy in" else [])
+        if what == "copy in":
+            self._operation(what, self._stream(stream), [], span)
+            return
+        into = self._name_allocation(host, "host array")
+        into = [(into.start, into.start + nbytes)]
+        op = self._operation(what, self._stream(stream), span, into)
+        if op.stream == 0 or not simulator.page_locked(host):
+            self.host_waits(op.clock)  # into pageable memory CUDA copies before returning
 
-    def _name_allocation(self, ary):
+    def host_reads(self):
+        """The host reads every array copied to it (a checker reads what the call
+        returns): where a copy may still be running, an operation of the host's, after
+        what the host waited for."""
+        into = [span for op in self.operations if op.what == "copy out"
+                and op.clock[op.stream] > self._host.get(op.stream, 0) for span in op.writes]
+        if into:
+            self.operations.append(Operation(next(self._seq), "host reads the result", HOST,
+                                             {**self._host, HOST: 1}, into, []))
+
+    def _name_allocation(self, ary, kind="device array"):
         self._kept.append(ary)
         region = _Region("", "global", ary)
         if region.root not in self._allocations:
-            self._allocations[region.root] = f"device array {len(self._allocations) + 1}"
+            number = sum(name.startswith(kind) for name in self._allocations.values()) + 1
+            self._allocations[region.root] = f"{kind} {number}"
         return region
 
     def lock_changed(self, thread, change):
