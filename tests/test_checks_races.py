@@ -163,3 +163,33 @@ def test_on_a_gpu_machine_planted_races_are_traced_in_the_tracers_process(
     assert not case.grader_limit, case.detail
     assert case.detail.startswith(races.PREFIX), (case.description, case.detail)
     assert "tracing on the Numba CUDA simulator in a separate process" in capfd.readouterr().out
+
+
+@cuda.jit
+def _add_kernel(a, b, out):
+    for i in range(cuda.grid(1), out.size, cuda.gridsize(1)):
+        out[i] = a[i] + b[i]
+
+
+def _stream_add_without_waiting(a, b, out, stream):
+    d_a, d_b = cuda.to_device(a, stream=stream), cuda.to_device(b, stream=stream)
+    d_out = cuda.device_array_like(d_a, stream=stream)
+    _add_kernel[4, 32, stream](d_a, d_b, d_out)
+    d_out.copy_to_host(out, stream=stream)  # WRONG on purpose: nothing waits for it
+
+
+def test_a_streams_answer_that_never_waits_for_its_stream_fails():
+    """The simulator's streams are synchronous, so the values come out right: the race
+    case finds the host reading `out` while the stream may still be copying into it."""
+    from kernels import checks
+
+    report = checks.stream_add(_stream_add_without_waiting)
+    assert not report.passed and len(report.cases) == 1
+    assert "nothing makes the host wait for it: synchronize that stream" in \
+        report.cases[0].detail
+
+    def waiting(a, b, out, stream):
+        _stream_add_without_waiting(a, b, out, stream)
+        stream.synchronize()
+
+    assert checks.stream_add(waiting).passed
