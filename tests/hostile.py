@@ -109,8 +109,11 @@ CASES = {
         "has a syntax error", "raised ZeroDivisionError", "the next cells ran",
         "skipped the IPython line(s) `%matplotlib inline`, `!pip install nothing`", "`%%bash`",
         "the grader kept the first"]),
-    # each exercise is checked on its own: a cell that never ends costs only the notes
-    "infinite-loop": (notebook([SAXPY, "while True:\n    pass\n", REVERSE], "gridstride"), 4,
+    # each exercise is checked on its own: a cell that never ends costs only the notes.
+    # It sleeps, or it would take a core from the other tests until the time limit (50 s
+    # here); the alarm stops a busy loop the same way (tests/test_notebook_cells.py)
+    "infinite-loop": (notebook([SAXPY, "import time\n\nwhile True:\n    time.sleep(1)\n",
+                                REVERSE], "gridstride"), 4,
                       ["was stopped: the notebook ran past its time limit"]),
     "deadlocked-kernel": (notebook([NEVER_RETURNS, REVERSE], "gridstride"), 3,
                           ["did not finish within"]),
