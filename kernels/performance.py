@@ -182,6 +182,8 @@ def _floor(result, best):
     if not terms:
         return None
     t, words = max(terms)
+    if "direction" in best:  # a copy between host and device launches no kernel
+        return Floor(t, f"{words} (a copy: no kernel launch to add).")
     total = t + limits["kernel_ms"]
     return Floor(total, f"{words}, plus {_fmt_ms(limits['kernel_ms'])} for the smallest "
                         f"kernel (measured): {_fmt_ms(total)}.")

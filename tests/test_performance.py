@@ -170,8 +170,8 @@ def test_peers_and_floor_are_taken_at_the_best_versions_problem(bench_dir):
 def test_a_transfer_is_bounded_by_the_host_link(bench_dir):
     record(bench_dir, ["transfer"])
     ln = lines_by_name(performance.summary())["transfer"]
-    assert "host to device" in ln.floor.how
-    assert ln.floor.ms == pytest.approx(90e6 / 50e9 * 1e3 + 0.004)
+    assert "host to device" in ln.floor.how and "no kernel launch" in ln.floor.how
+    assert ln.floor.ms == pytest.approx(90e6 / 50e9 * 1e3)  # a copy launches no kernel
     assert performance.label(ln.best) == "host to device, pinned"  # no measured floats
 
 
