@@ -15,7 +15,7 @@ from book_config import ConversionError
 MARK = re.compile("\x00(\\d+)\x00")
 ITEM = re.compile(r"^\s*(?:[*+-]|\d+\.)\s+|^\s*#+\s+|^\s*\|")
 SENTENCE_END = re.compile(r"(?<=[.!?:])\s+(?=[A-Z\x00*`(\[])")
-TITLE = "# @title The book's sentences with this run's numbers: run this cell first"
+TITLE = "# @title glue(): the book's sentences with this run's numbers (run it, then go on)"
 
 
 def plain(text):
