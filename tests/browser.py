@@ -3,7 +3,8 @@
 Debian's Chromium and its ChromeDriver (`make test` installs both, package
 chromium-driver) are given to Selenium by path, so its driver manager downloads
 nothing. ``Browser.visit(url)`` loads a page and returns what the site tests look
-at: console errors, images, cell outputs, Colab links, solutions, navigation.
+at: console errors, images, cell outputs, Colab links, solutions, navigation;
+``click_shown(selector)`` clicks as a reader would.
 """
 
 import os
@@ -13,6 +14,7 @@ import time
 
 from selenium import webdriver
 from selenium.webdriver.chrome.service import Service
+from selenium.webdriver.common.by import By
 
 CANDIDATES = ("chromium", "chromium-browser", "google-chrome")
 DRIVER = "chromedriver"
@@ -66,8 +68,8 @@ OVERFLOW_JS = r"""
       "table, .pst-scrollable-table-container, .cell_output, .cell_output pre, " +
       ".cell_output .output")) {
     if (!el.checkVisibility()) continue;  // e.g. inside a collapsed dropdown
-    // figures scroll inside their own frame on a phone (figures.css); the figure tests
-    // check them, so an output holding one is measured by its text parts alone
+    // figures have tests of their own (fit the frame, open full size on a phone), so
+    // an output holding one is measured by its text parts alone
     if (el.querySelector("figure, img") || el.closest("figure")) continue;
     const r = el.getBoundingClientRect();
     const spill = Math.max(r.right - edge.right, edge.left - r.left);
@@ -77,6 +79,46 @@ OVERFLOW_JS = r"""
                   width: Math.round(r.width), column: Math.round(edge.width),
                   text: (el.textContent || "").trim().slice(0, 120)});
     }
+  }
+  return found;
+})()
+"""
+
+
+# The page as a whole and its code at the current width: a page wider than the window
+# scrolls sideways as a whole; inline code running past the column or cut by the edge of
+# a box (an exercise) hides what a reader must type; a code listing scrolled inside its
+# box hides the end of its lines (course.js wraps them).
+PAGE_FIT_JS = r"""
+(() => {
+  const root = document.documentElement;
+  const article = document.querySelector("article.bd-article");
+  const found = {page: root.scrollWidth, window: root.clientWidth, code: [], listings: []};
+  if (!article) return found;
+  const box = article.getBoundingClientRect();
+  const edge = {left: Math.max(box.left, 0), right: Math.min(box.right, root.clientWidth)};
+  for (const code of article.querySelectorAll("code")) {
+    if (code.closest("pre") || !code.checkVisibility()) continue;
+    let frame = edge;  // the nearest box that cuts what overflows it, else the column
+    for (let a = code.parentElement; a && a !== article; a = a.parentElement) {
+      if (getComputedStyle(a).overflowX !== "visible") {
+        const r = a.getBoundingClientRect();
+        frame = {left: Math.max(r.left, edge.left), right: Math.min(r.right, edge.right)};
+        break;
+      }
+    }
+    for (const r of code.getClientRects()) {  // one per line the code is broken over
+      const cut = Math.max(r.right - frame.right, frame.left - r.left);
+      if (cut > 1) {
+        found.code.push({text: code.textContent.slice(0, 80), cut: Math.round(cut)});
+        break;
+      }
+    }
+  }
+  for (const pre of article.querySelectorAll("div.highlight > pre")) {
+    if (!pre.checkVisibility()) continue;
+    const hidden = pre.scrollWidth - pre.clientWidth;
+    if (hidden > 1) found.listings.push({hidden: hidden, text: pre.textContent.slice(0, 80)});
   }
   return found;
 })()
@@ -135,6 +177,15 @@ class Browser:
     def wait(self, seconds):
         """Let the page run for `seconds` (animations, late scripts)."""
         time.sleep(seconds)
+
+    def click_shown(self, selector):
+        """Click, as a reader would, the first element matching `selector` that is
+        shown; False if none is."""
+        for element in self.driver.find_elements(By.CSS_SELECTOR, selector):
+            if element.is_displayed():
+                element.click()
+                return True
+        return False
 
     def evaluate(self, expression):
         return self.driver.execute_script(f"return ({expression});")

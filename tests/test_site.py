@@ -4,9 +4,13 @@ Against the book built once per session (conftest's ``built_book``), served on
 localhost: every page of _toc.yml loads without console errors, its images load
 and are not empty, no cell output holds a Python traceback, each notebook page's
 Colab button opens a generated notebook that exists, exercise solutions start
-collapsed, and the navigation reaches every page. Screenshots of two pages are
-saved to _build/site-test/. Every internal link of the built HTML must resolve;
-external links are checked when a network is there and skipped with a note if not.
+collapsed, and the navigation reaches every page. At a laptop's 1280 px and a
+phone's 400 px: no page wider than the window, no table, output or code cut or
+scrolled inside the column, figures no wider than their frame and, on a phone, a tap
+opens each at a size where its text is readable; the menu and contents buttons work.
+Screenshots of two pages are saved to _build/site-test/. Every internal link of the
+built HTML must resolve; external links are checked when a network is there and
+skipped with a note if not. Math is MathML, with no script from a CDN.
 """
 
 import concurrent.futures
@@ -30,7 +34,7 @@ pytest.importorskip("selenium", reason="needs selenium, which this machine does 
 from bs4 import BeautifulSoup  # noqa: E402
 from PIL import Image  # noqa: E402
 
-from browser import OVERFLOW_JS, Browser, find_chromium  # noqa: E402
+from browser import OVERFLOW_JS, PAGE_FIT_JS, Browser, find_chromium  # noqa: E402
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "book" / "_tools"))
@@ -65,9 +69,10 @@ HEADINGS_JS = """({
 })"""
 
 
-# Every image of the main column: its alt text, its figure's caption, and the width it
-# is shown at (CSS px), with the page laid out at the browser's current width; and the
-# text of any captioned figure that holds no image (a cell's other output, captioned).
+# Every image of the main column: its alt text, its figure's caption, the width it is
+# shown at and the width of the frame it sits in (CSS px), with the page laid out at
+# the browser's current width; and the text of any captioned figure that holds no image
+# (a cell's other output, captioned).
 FIGURES_JS = r"""
 (() => {
   const article = document.querySelector("article.bd-article") || document.body;
@@ -76,12 +81,30 @@ FIGURES_JS = r"""
     const caption = figure && figure.querySelector("figcaption");
     return {src: i.currentSrc || i.src, alt: i.getAttribute("alt") || "",
             caption: caption ? caption.textContent.trim() : "",
-            shown: i.getBoundingClientRect().width};
+            shown: i.getBoundingClientRect().width,
+            frame: (figure || i.parentElement).getBoundingClientRect().width};
   }), imageless: [...article.querySelectorAll("figure")].filter((f) => !f.querySelector("img"))
     .map((f) => f.textContent.trim().slice(0, 160))};
 })()
 """
 FIGURE_WIDTHS = (1280, 400)  # a laptop's window and a phone
+
+# After a tap on a figure (course.js): the figure as the open dialog shows it, and
+# whether the dialog stays inside the window (it scrolls inside, the page does not).
+ZOOMED_JS = r"""
+(() => {
+  const dialog = [...document.querySelectorAll("dialog")].find((d) => d.open);
+  if (!dialog) return null;
+  const img = dialog.querySelector("img"), box = dialog.getBoundingClientRect();
+  return {src: img.currentSrc || img.src, shown: img.getBoundingClientRect().width,
+          inside: box.right <= document.documentElement.clientWidth + 1 && box.left >= -1};
+})()
+"""
+TAP_FIGURE_JS = """
+const img = document.querySelectorAll("article.bd-article img")[arguments[0]];
+img.scrollIntoView({block: "center"});
+return img;
+"""
 PATH_LIKE = re.compile(r"^\S*[/\\]\S*$|\.(png|jpe?g|svg|gif)\b|_images/", re.IGNORECASE)
 
 
@@ -119,11 +142,12 @@ def site(server, tmp_path_factory):
             if name in SCREENSHOTS:
                 browser.screenshot(ARTIFACTS / f"{name.rsplit('/', 1)[-1]}.png")
             facts[name].update(browser.evaluate(HEADINGS_JS))
-            facts[name]["overflow"] = {}
+            facts[name]["overflow"], facts[name]["fit"] = {}, {}
             for width in WIDTHS:  # the same page laid out again at each width
                 browser.resize(width)
                 browser.wait(0.3)
                 facts[name]["overflow"][width] = browser.evaluate(OVERFLOW_JS)
+                facts[name]["fit"][width] = browser.evaluate(PAGE_FIT_JS)
             browser.resize(WIDTHS[0])
             if facts[name]["solutions"] and "opened" not in facts:
                 # a collapsed solution must still open: click its toggle
@@ -149,6 +173,13 @@ def figures_seen(server, built_book, tmp_path_factory):
             for name in PAGES:
                 browser.visit(f"{server}/{name}.html", settle=0.2)
                 seen[name, width] = browser.evaluate(FIGURES_JS)
+                for k, img in enumerate(seen[name, width]["images"]):
+                    # tapped as a reader would: what opens, if anything
+                    browser.driver.execute_script(TAP_FIGURE_JS, k).click()
+                    browser.wait(0.1)
+                    img["zoomed"] = browser.evaluate(ZOOMED_JS)
+                    browser.evaluate("document.querySelectorAll('dialog[open]')"
+                                     ".forEach((d) => d.close())")
     finally:
         browser.close()
     for found in seen.values():
@@ -167,7 +198,7 @@ def _errors(facts):
         if "/favicon.ico" in e:
             continue  # the browser's own request, not the page's: a static host has none
         if EXTERNAL.search(e) and not _network():
-            # e.g. MathJax from its CDN: loads for a reader, cannot load here
+            # e.g. a script from another host: loads for a reader, cannot load here
             warnings.warn(f"{facts['url']}: not checked without a network: {e}")
             continue
         errors.append(e)
@@ -214,6 +245,78 @@ def test_tables_and_outputs_fit_the_column(site, name):
            f"(spills {o['spill']} px, {o['hidden']} px hidden inside): {o['text'][:80]!r}"
            for width, found in site[name]["overflow"].items() for o in found]
     assert not bad, f"{name}: tables or outputs do not fit the column:\n" + "\n".join(bad)
+
+
+@pytest.mark.parametrize("name", PAGES)
+def test_pages_are_no_wider_than_the_window(site, name):
+    bad = {w: f["page"] for w, f in site[name]["fit"].items() if f["page"] > f["window"]}
+    assert not bad, f"{name} scrolls sideways as a whole: " + ", ".join(
+        f"{page} px wide in a {w} px window" for w, page in bad.items())
+
+
+@pytest.mark.parametrize("name", PAGES)
+def test_code_fits_the_column(site, name):
+    """No inline code runs past the column or is cut by the edge of its box (an
+    exercise's `checks.xxx(...)` call), and no code listing hides the end of its lines
+    (course.js wraps them to the column)."""
+    bad = [f"{w} px: inline code cut by {c['cut']} px: {c['text']!r}"
+           for w, f in site[name]["fit"].items() for c in f["code"]]
+    bad += [f"{w} px: a listing scrolls {c['hidden']} px sideways: {c['text']!r}"
+            for w, f in site[name]["fit"].items() for c in f["listings"]]
+    assert not bad, f"{name}: code does not fit the column:\n" + "\n".join(bad)
+
+
+# The links a reader can see inside dialog `arguments[0]`, if it is open.
+DIALOG_LINKS_JS = """
+const dialog = document.getElementById(arguments[0]);
+return dialog && dialog.open ? [...dialog.querySelectorAll("a")].filter((a) =>
+  a.checkVisibility({checkVisibilityCSS: true}) && a.getBoundingClientRect().width > 0)
+  .map((a) => a.href.split("#")[0]) : null;
+"""
+SIDEBAR_JS = """({
+  shown: document.getElementById("pst-primary-sidebar").checkVisibility(
+    {checkVisibilityCSS: true, checkOpacity: true}),
+  article: document.querySelector("article.bd-article").getBoundingClientRect().width})"""
+
+
+def test_menu_and_contents_buttons_work(server, tmp_path_factory):
+    """The buttons a reader sees, clicked: on a phone the menu opens the navigation to
+    every page and the contents button the page's sections; on a laptop the menu
+    button folds the sidebar away, widening the text, and brings it back."""
+    page = NOTEBOOK_PAGES[0]
+    browser = Browser(find_chromium(), tmp_path_factory.mktemp("chromium-buttons"))
+    try:
+        browser.resize(400)
+        browser.visit(f"{server}/{page}.html")
+        sections = browser.evaluate(
+            "document.querySelectorAll('#pst-secondary-sidebar nav a').length")
+        for button, dialog in ((".primary-toggle", "pst-primary-sidebar-modal"),
+                               (".secondary-toggle", "pst-secondary-sidebar-modal")):
+            assert browser.click_shown(button), f"400 px: no {button} button shown"
+            browser.wait(0.5)
+            links = browser.driver.execute_script(DIALOG_LINKS_JS, dialog)
+            assert links is not None, f"400 px: clicking {button} opens nothing"
+            if button == ".primary-toggle":
+                missing = set(PAGES) - {_page_of(url, server) for url in links}
+                assert not missing, f"400 px: the menu does not show links to {missing}"
+            else:
+                assert len(links) == sections > 0, \
+                    f"400 px: the contents show {len(links)} of the page's {sections} sections"
+            browser.evaluate("document.getElementById('%s').close()" % dialog)
+        browser.resize(1280)
+        browser.visit(f"{server}/{page}.html")
+        before = browser.evaluate(SIDEBAR_JS)
+        assert before["shown"], "1280 px: the sidebar is not shown on arrival"
+        assert browser.click_shown(".primary-toggle"), "1280 px: no menu button shown"
+        browser.wait(0.8)
+        folded = browser.evaluate(SIDEBAR_JS)
+        assert not folded["shown"] and folded["article"] > before["article"] + 100, \
+            f"1280 px: the menu button does not fold the sidebar away: {before} -> {folded}"
+        browser.click_shown(".primary-toggle")
+        browser.wait(0.8)
+        assert browser.evaluate(SIDEBAR_JS)["shown"], "1280 px: the sidebar does not come back"
+    finally:
+        browser.close()
 
 
 @pytest.mark.parametrize("name", PAGES)
@@ -279,7 +382,21 @@ def test_every_figure_has_a_caption_and_alt_text_that_describes_it(figures_seen,
 
 @pytest.mark.parametrize("width", FIGURE_WIDTHS)
 @pytest.mark.parametrize("name", PAGES)
+def test_figures_fit_their_frame(figures_seen, name, width):
+    """The whole figure is in view: none is wider than its frame, which would cut its
+    right part (a legend, an axis) on a phone."""
+    for img in figures_seen[name, width]["images"]:
+        assert img["shown"] <= img["frame"] + 1, (
+            f"{name} at {width} px: figure {img['file']} is {img['shown']:.0f} px wide in "
+            f"a {img['frame']:.0f} px frame")
+
+
+@pytest.mark.parametrize("width", FIGURE_WIDTHS)
+@pytest.mark.parametrize("name", PAGES)
 def test_figure_text_is_at_least_10_px_on_screen(figures_seen, name, width):
+    """Readable where it is shown or, where the column is too narrow for that (a
+    phone), once a tap has opened it: the dialog then shows it with text of 10 px or
+    more and scrolls inside the window."""
     from kernels import plots
 
     for img in figures_seen[name, width]["images"]:
@@ -287,9 +404,17 @@ def test_figure_text_is_at_least_10_px_on_screen(figures_seen, name, width):
         assert img["png"] is not None, \
             f"{where} was not drawn by kernels.plots: no {plots.KEY} facts in it"
         px = plots.rendered_px(img["png"], img["shown"])
-        assert px is None or px >= plots.MIN_PX, (
-            f"{where}: its smallest text ({img['png']['smallest_pt']:g} pt) shows at "
-            f"{px:.1f} px, shown {img['shown']:.0f} px wide")
+        if px is None or px >= plots.MIN_PX:
+            continue
+        zoomed = img["zoomed"]
+        assert zoomed is not None and zoomed["src"] == img["src"], \
+            f"{where}: shown {img['shown']:.0f} px wide ({px:.1f} px text), and a tap " \
+            "does not open it full size"
+        assert zoomed["inside"], f"{where}: the opened figure's dialog is wider than the window"
+        px = plots.rendered_px(img["png"], zoomed["shown"])
+        assert px >= plots.MIN_PX, (
+            f"{where}: opened, its smallest text ({img['png']['smallest_pt']:g} pt) shows "
+            f"at {px:.1f} px, {zoomed['shown']:.0f} px wide")
 
 
 # ------------------------------------------------------------ the summary pages
@@ -377,6 +502,20 @@ def test_performance_page_shows_every_recording(built_book):
         "one figure per recorded size sweep"
     for key in summary.unrecorded:
         assert key in text, f"{key} is not recorded and the page does not say so"
+
+
+def test_math_is_written_as_mathml_with_no_script_from_a_cdn(built_book):
+    """The book's formulas are MathML in the page (book/_tools/mathml.py), so the
+    offline book shows them: no page loads MathJax, none is left as LaTeX."""
+    formulas = 0
+    for name in PAGES:
+        page = _soup(built_book, name)
+        scripts = [s["src"] for s in page("script", src=True) if "mathjax" in s["src"].lower()]
+        assert not scripts, f"{name} loads MathJax: {scripts}"
+        for math in page.select("span.math, div.math"):
+            assert math.find("math"), f"{name}: math left as LaTeX: {math.get_text()[:80]!r}"
+            formulas += 1
+    assert formulas >= 10, f"only {formulas} formulas in the book: is the math found?"
 
 
 # ---------------------------------------------------------------------------- links
