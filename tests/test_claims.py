@@ -139,3 +139,38 @@ def test_the_caption_scan_catches_a_comparison():
                  "of nanoseconds", "it reaches 61 TFLOP/s", "close to cuBLAS"):
         assert COMPARISON.search(text), text
     assert not COMPARISON.search("Every histogram version, fastest first, on the text")
+
+
+def glued_prose():
+    """(chapter, sentence with the book's glued values put in) for every sentence of
+    the chapters that glues a value, from the stores `make notebooks` keeps
+    (book/_data/glue: what the chapters glued from the book's recordings)."""
+    import json
+    found = []
+    for store in sorted((ROOT / "book" / "_data" / "glue").glob("*.json")):
+        values = json.loads(store.read_text())["values"]
+        text = (ROOT / "book" / f"{store.stem}.md").read_text()
+        for para in re.split(r"\n\s*\n", text):
+            if "{glue:text}" not in para:
+                continue
+            found.append((store.stem, re.sub(r"\{glue:text\}`([^`]+)`",
+                                             lambda m: str(values.get(m.group(1), "?")),
+                                             " ".join(para.split()))))
+    return found
+
+
+def test_glued_prose_says_no_empty_range_no_negative_cost_and_no_zero_difference():
+    """Item 3 of issue 35, on the prose as the book renders it: no "from 1,488 to 1,488
+    µs", no cost below zero, no "0% faster"."""
+    found = glued_prose()
+    assert len(found) > 50  # the stores and the chapters were found
+    bad = []
+    for chapter, said in found:
+        for a, b in re.findall(r"from ([\d.,]+) (?:µs |ms )?to ([\d.,]+)", said):
+            if a == b:
+                bad.append((chapter, f"from {a} to {b}", said[:160]))
+        for m in re.finditer(r"(?<![\w.])-\d[\d.,]* ?(µs|ms|ns)\b", said):
+            bad.append((chapter, m.group(0), said[:160]))
+        for m in re.finditer(r"(?<![\d.])0% (faster|slower)", said):
+            bad.append((chapter, m.group(0), said[:160]))
+    assert not bad, bad
