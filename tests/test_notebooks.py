@@ -230,6 +230,10 @@ def test_glued_numbers_come_from_a_store_that_follows_the_code(tmp_path, capsys)
     md = "\n".join(source(c) for c in json.loads((root / "book/a.ipynb").read_text())["cells"]
                    if c["cell_type"] == "markdown")
     assert "Exercise 1 and 30.0 GB/s" in md and "speed" not in md
+    chapter.write_text(chapter.read_text().replace("{glue:text}`speed:.1f`", "30"))
+    assert notebooks.out_of_date(root) == ["book/a.ipynb", "book/_data/glue/a.json"]
+    notebooks.write(root)
+    assert notebooks.out_of_date(root) == [] and not (root / "book/_data/glue/a.json").exists()
 
 
 def test_glue_stand_in_prints_the_books_sentences_with_this_runs_numbers(capsys):

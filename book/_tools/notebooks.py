@@ -62,6 +62,13 @@ def stray(root, wanted):
     return found
 
 
+def stray_stores(root):
+    """Stores of glued numbers whose chapter glues none, or has left the toc."""
+    wanted = {glue_values.store_path(root, name) for name in chapters(root)
+              if glue_values.uses_glue((root / f"{name}.md").read_text())}
+    return [p for p in sorted((root / glue_values.STORE).glob("*.json")) if p not in wanted]
+
+
 def write(root):
     """Write every notebook; a chapter whose glued numbers are stale runs again first."""
     wanted = generated(root, glue="refresh")
@@ -72,6 +79,9 @@ def write(root):
     for path in stray(root, wanted):
         path.unlink()
         print(f"removed {path.relative_to(root)} (its chapter is not in _toc.yml)")
+    for path in stray_stores(root):
+        path.unlink()
+        print(f"removed {path.relative_to(root)} (its chapter glues no numbers)")
 
 
 def out_of_date(root):
@@ -84,7 +94,8 @@ def out_of_date(root):
     bad = [p for p, text in wanted.items() if not p.exists() or p.read_text() != text
            or p.with_suffix("").relative_to(root).as_posix() in stale]
     stores = [glue_values.store_path(root, name) for name in stale]
-    return [str(p.relative_to(root)) for p in stores + bad + stray(root, wanted)]
+    return [str(p.relative_to(root))
+            for p in stores + bad + stray(root, wanted) + stray_stores(root)]
 
 
 def main(argv=None):
