@@ -160,4 +160,5 @@ def jacobi_until_converged(fn):
     # points for 3 blocks of 256 threads (the most the tracer offers a cooperative launch)
     u = np.sin(np.linspace(0, 3 * np.pi, 600)) + rng.uniform(-0.1, 0.1, 600)
     return run_cases("jacobi_until_converged", cases, run, race=races.host(
-        fn, (u, 1e-12, 2), "n=600, 2 sweeps, up to 3 blocks"))
+        fn, (u, 1e-12, 2), "n=600, 2 sweeps, up to 3 blocks",
+        needs=("one_cooperative_launch",)))

@@ -69,7 +69,8 @@ def histogram_256(fn):
     return run_cases("histogram_256",
                      [(d, data, byte_counts_reference(data)) for d, data in cases],
                      _counts(fn),
-                     race=races.host(fn, (few,), f"{_bytes(RACE_SIZE)} of 4 values"))
+                     race=races.host(fn, (few,), f"{_bytes(RACE_SIZE)} of 4 values",
+                                     needs=("shared_counters",)))
 
 
 def word_length_histogram(fn):

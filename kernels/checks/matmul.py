@@ -82,7 +82,7 @@ def tiled_transpose(kernel):
 
     run = launched_on_device(launch, "out")
     race = races.kernel(*launch(rng.standard_normal((16, 20)).astype(np.float32))[:3],
-                        "2 blocks of 16 x 16 on a 16 x 20 matrix")
+                        "2 blocks of 16 x 16 on a 16 x 20 matrix", needs=("shared_tile",))
     return hints.attach(run_cases("tiled_transpose", cases, run, race=race), cases, launch)
 
 
@@ -105,6 +105,7 @@ def tiled_matvec(kernel):
     run = launched_on_device(launch, "y")
     a = rng.standard_normal((70, 130)).astype(np.float32)
     x = rng.standard_normal(130).astype(np.float32)
-    race = races.kernel(*launch((a, x))[:3], "2 blocks of 64 on a 70 x 130 matrix")
+    race = races.kernel(*launch((a, x))[:3], "2 blocks of 64 on a 70 x 130 matrix",
+                        needs=("shared_tile",))
     return hints.attach(run_cases("tiled_matvec", cases, run, rtol=MATVEC_RTOL,
                                   atol=MATVEC_ATOL, race=race), cases, launch)

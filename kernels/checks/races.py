@@ -20,7 +20,7 @@ import types
 import numpy as np
 
 from kernels import trace
-from kernels.checks import core, launches
+from kernels.checks import core, launches, points
 from kernels.trace import diagrams, remote
 
 __all__ = []  # used by the checkers, not called by readers
@@ -32,22 +32,25 @@ INDENT = " " * 8  # a detail's lines in a checker's report (kernels.checks.core.
 PREFIX = "the tracer ran your code on the simulator and found"
 
 
-def host(fn, args, launch, via=None):
+def host(fn, args, launch, via=None, needs=()):
     """The race case for host function `fn` called as fn(*args), for run_cases(race=):
     a function that traces the call, beside `fn`, and returns its Case. `launch` says in
     words what the call runs (sizes, blocks); with `via` (an answer step), the call
-    traced is via(fn, *args)."""
+    traced is via(fn, *args). `needs`: the names of the exercise's points the trace
+    must show (kernels.checks.points)."""
     return functools.partial(_case_of, fn, traced_call, launch, args,
-                             via and core.step_name(via))
+                             via and core.step_name(via), tuple(needs))
 
 
-def kernel(kernel, configuration, args, launch=None, shared=None):
+def kernel(kernel, configuration, args, launch=None, shared=None, needs=()):
     """The race case for kernel[configuration](*args), for run_cases(race=). With
     `shared` (the position of the output among args), the case also fails unless the
-    threads share the writes of that output (kernels.checks.races.unshared)."""
+    threads share the writes of that output (kernels.checks.races.unshared); `needs` as
+    for `host`."""
     blocks, threads = configuration[:2]
     return functools.partial(_case_of, kernel, traced_launch,
-                             launch or f"[{blocks}, {threads}]", configuration, args, shared)
+                             launch or f"[{blocks}, {threads}]", configuration, args, shared,
+                             tuple(needs))
 
 
 def _case_of(subject, step, *args):
@@ -56,22 +59,23 @@ def _case_of(subject, step, *args):
 
 
 @core.answer_step
-def traced_call(fn, launch, args, via=None):
+def traced_call(fn, launch, args, via=None, needs=()):
     """The race case's fields for fn(*args) (or via(fn, *args)), traced."""
     call = (core.STEPS[via], _travel(fn)) if via else (_travel(fn),)
     data = next((a for a in args if isinstance(a, np.ndarray)), None)
     return _case(launch, trace.run, *call, *map(_travel, args),
-                 input_bytes=0 if data is None else data.nbytes)
+                 input_bytes=0 if data is None else data.nbytes, needs=needs)
 
 
 @core.answer_step
-def traced_launch(kernel, launch, configuration, args, shared=None):
+def traced_launch(kernel, launch, configuration, args, shared=None, needs=()):
     """The race case's fields for kernel[configuration](*args), traced."""
     output = None
     if shared is not None:
         arrays = [i for i, a in enumerate(args) if isinstance(a, np.ndarray) and a.ndim > 0]
         output = arrays.index(shared)
-    return _case(launch, _launch_kernel, kernel, configuration, *args, shared=output)
+    return _case(launch, _launch_kernel, kernel, configuration, *args, shared=output,
+                 needs=needs)
 
 
 def _launch_kernel(kernel, configuration, *args):
@@ -90,7 +94,7 @@ def _travel(fn):
         return fn  # the tracer says why it cannot send it
 
 
-def _case(launch, tracer, *args, input_bytes=0, shared=None):
+def _case(launch, tracer, *args, input_bytes=0, shared=None, needs=()):
     """(description, passed, detail, always shown[, what the grader could not check[,
     hung]]) of the race case (core.Case's fields), or None. With
     `input_bytes`, the traced kernels must also have read at least that many distinct
@@ -119,6 +123,10 @@ def _case(launch, tracer, *args, input_bytes=0, shared=None):
         alone = unshared(t, shared) if shared is not None else ""
         if alone:
             return (f"the threads share the work, traced at {launch}", False, alone, True)
+        missing = next(filter(None, (points.POINTS[name](t) for name in needs)), "")
+        if missing:
+            return (f"your code does what the exercise asks, traced at {launch}", False,
+                    missing, True)
         read = _bytes_read(t)
         if read >= input_bytes:
             return description, True, "", False

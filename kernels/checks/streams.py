@@ -46,6 +46,16 @@ def _cases(rng, settings):
     return cases
 
 
+def _given_stream():
+    """A new stream for the answer; under the tracer, its stream 1 (on_the_given_stream)."""
+    stream = cuda.stream()
+    if SIMULATOR:
+        from kernels.trace import hooks
+
+        hooks.given(stream)
+    return stream
+
+
 def _poisoned(n):
     out = _host(np.empty(n, np.int32))
     out[:] = -1
@@ -58,7 +68,7 @@ def added(fn, a, b, *setting):
     b, out pinned and poisoned. A setting "new stream" is a stream made here (where the
     tracer runs it)."""
     out = _poisoned(a.size)
-    setting = [cuda.stream() if s == NEW_STREAM else s for s in setting]
+    setting = [_given_stream() if s == NEW_STREAM else s for s in setting]
     fn(_host(a), _host(b), out, *setting)
     return np.array(out)
 
@@ -72,7 +82,8 @@ def stream_add(fn):
     rng = core.rng(61)
     cases = _cases(rng, lambda n: [((NEW_STREAM,), "")])
     return run_cases("stream_add", cases, _run(fn), race=races.host(
-        fn, (*_race_inputs(rng), NEW_STREAM), f"n={RACE_SIZE}", via=added))
+        fn, (*_race_inputs(rng), NEW_STREAM), f"n={RACE_SIZE}", via=added,
+        needs=("on_the_given_stream",)))
 
 
 def chunked_streams_add(fn):

@@ -123,6 +123,7 @@ def _patches(rec):
         rec.host_waits(rec.clock_of(self))
 
     def device_sync():
+        rec.device_waits += 1
         rec.host_waits(rec.clock_of(None))
 
     def event_record(self, stream=0):
@@ -236,6 +237,13 @@ def recording():
         _active = None
 
 
+def given(stream):
+    """In a recording, number `stream` now: the first stream so given is stream 1 (a
+    checker's given stream, whatever streams the answer makes before using it)."""
+    if _active is not None:
+        _active.stream_number(stream)
+
+
 def record(fn, args, kwargs):
     """Call fn(*args, **kwargs) with every kernel launch recorded; the Trace."""
     with recording() as rec:
@@ -244,4 +252,4 @@ def record(fn, args, kwargs):
     if not rec.launches:
         raise NothingLaunched(f"{getattr(fn, '__name__', fn)} launched no kernel: nothing "
                               "to trace")
-    return Trace(rec.launches, rec.operations, dict(rec._allocations))
+    return Trace(rec.launches, rec.operations, dict(rec._allocations), rec.device_waits)

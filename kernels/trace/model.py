@@ -110,6 +110,7 @@ class Trace:
     launches: list
     operations: list
     regions: dict  # allocation start address -> a readable name
+    device_waits: int = 0  # cuda.synchronize() calls: the host waited for every stream
 
     def launch(self, kernel=None):
         """The launch of `kernel` (a name); without one, the last launch."""

@@ -90,13 +90,14 @@ class Recorder:
         self._stream_objs = []  # keeps them alive so their ids stay theirs
         self._clocks = {0: {}}
         self._host = {}  # what the host has waited for
+        self.device_waits = 0  # cuda.synchronize() calls
         self.sync = Sync()  # this launch's barriers and atomics (kernels.trace.order)
 
     # ---------------------------------------------------------------- streams
     # Each stream keeps a vector clock (stream -> operations of that stream it has
     # waited for); an operation carries its stream's clock when it was issued.
 
-    def _stream(self, s):
+    def stream_number(self, s):
         """The number of stream object `s`: 0 for the legacy default stream."""
         if s is None or isinstance(s, int) or getattr(s, "_trace_legacy_default", False):
             return 0
@@ -119,7 +120,7 @@ class Recorder:
     def clock_of(self, stream):
         """What work on `stream` has reached so far (None or 0: every stream's work,
         as the legacy default stream and cuda.synchronize() see it)."""
-        s = None if stream is None else self._stream(stream)
+        s = None if stream is None else self.stream_number(stream)
         return self._join(*self._clocks.values()) if not s else dict(self._clocks[s])
 
     def host_waits(self, clock):
@@ -128,7 +129,7 @@ class Recorder:
 
     def stream_waits(self, stream, clock):
         """`stream` waits for `clock` (an event) before its next operation."""
-        s = self._stream(stream)
+        s = self.stream_number(stream)
         self._clocks[s] = self._join(self._clocks[s], clock)
 
     def _operation(self, what, stream, reads, writes):
@@ -152,11 +153,11 @@ class Recorder:
         region = self._name_allocation(device)
         span = [(region.start, region.start + nbytes)]
         if what == "copy in":
-            self._operation(what, self._stream(stream), [], span)
+            self._operation(what, self.stream_number(stream), [], span)
             return
         into = self._name_allocation(host, "host array")
         into = [(into.start, into.start + nbytes)]
-        op = self._operation(what, self._stream(stream), span, into)
+        op = self._operation(what, self.stream_number(stream), span, into)
         if op.stream == 0 or not simulator.page_locked(host):
             self.host_waits(op.clock)  # into pageable memory CUDA copies before returning
 
@@ -287,7 +288,7 @@ class Recorder:
                     self._add_region(region)
             wrapped.append(arg)
         self._launch = Launch(len(self.launches), fn.__name__, tuple(grid), tuple(block),
-                              self._stream(stream), arrays, cooperative=cooperative)
+                              self.stream_number(stream), arrays, cooperative=cooperative)
         self.count = sum(len(launch.accesses) for launch in self.launches)
         self.launches.append(self._launch)
         self.sync = Sync()
@@ -304,7 +305,7 @@ class Recorder:
         for a in self._launch.accesses:
             if a.space == "global":
                 (writes if a.kind != "read" else reads).append((a.address, a.address + a.itemsize))
-        op = self._operation(f"kernel {fn.__name__}", self._stream(stream), reads, writes)
+        op = self._operation(f"kernel {fn.__name__}", self.stream_number(stream), reads, writes)
         self._launch.clock = op.clock
 
     def shared_array(self, original, shared, shape, dtype, alignment, frame):

@@ -1,0 +1,64 @@
+"""What an exercise's point looks like in a trace: the checks that an answer did what the
+exercise asks, not only gave its numbers (a naive transpose gives a transpose's numbers).
+
+Each point is a function of a Trace (kernels.trace) that returns "" when the trace
+shows it, else what is missing, in words. A checker names the points its exercise
+needs in its race case (kernels.checks.races: `needs=`), which runs them on the trace
+it made, after the races.
+"""
+
+from kernels.trace.model import HOST
+
+__all__ = []  # used by the checkers, not called by readers
+
+
+def shared_tile(t):
+    """The kernel writes a shared-memory array and reads it back (a tile)."""
+    for launch in t.launches:
+        shared = [a for a in launch.accesses if a.space == "shared"]
+        if {"write", "read"} <= {a.kind for a in shared}:
+            return ""
+    return ("the tracer saw no shared-memory array written and read back: the exercise "
+            "asks to stage the data in a tile in shared memory (cuda.shared.array), so "
+            "that the block reads and writes global memory along rows")
+
+
+def shared_counters(t):
+    """The kernels count with atomics on a shared-memory array (per-block counters)."""
+    if any(a.space == "shared" and a.kind == "atomic"
+           for launch in t.launches for a in launch.accesses):
+        return ""
+    return ("the tracer saw no atomic on a shared-memory array: the exercise asks for a "
+            "per-block histogram in shared memory (cuda.shared.array, counted with "
+            "cuda.atomic.add), merged into the global counts once per block")
+
+
+def one_cooperative_launch(t):
+    """One launch, cooperative, whose threads met at a grid barrier."""
+    kernels = [launch.kernel for launch in t.launches]
+    barrier = len(t.launches) == 1 and any(a.grid_epoch for a in t.launches[0].accesses)
+    if barrier:
+        return ""
+    made = (f"{len(kernels)} launches ({', '.join(sorted(set(kernels)))})" if len(kernels) > 1
+            else f"one launch of {kernels[0]}, whose threads never met at grid.sync()")
+    return (f"your answer made {made}: the exercise asks for one cooperative launch whose "
+            "threads wait for each other with grid.sync() between sweeps")
+
+
+def on_the_given_stream(t):
+    """Every copy and kernel on the stream the answer was given (stream 1), and the host
+    waited for that stream, not the whole device."""
+    elsewhere = sorted({op.stream for op in t.operations if op.stream not in (1, HOST)})
+    if elsewhere:
+        where = ", ".join("the legacy default stream" if s == 0 else f"stream {s}"
+                          for s in elsewhere)
+        return (f"some of your copies or kernels ran on {where}, not on the stream your "
+                "function was given: the exercise asks for every step on that stream")
+    if t.device_waits:
+        return ("your function waited for the whole device (cuda.synchronize()): the "
+                "exercise asks to wait for the given stream only (stream.synchronize())")
+    return ""
+
+
+POINTS = {f.__name__: f for f in (shared_tile, shared_counters, one_cooperative_launch,
+                                  on_the_given_stream)}

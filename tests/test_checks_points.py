@@ -1,0 +1,120 @@
+"""kernels.checks.points: an answer that gives the right numbers without doing what the
+exercise asks (no shared tile, no shared counters, a loop of launches, another stream,
+a wait for the whole device) fails its checker, and says what is missing."""
+
+import math
+
+import numpy as np
+import pytest
+from numba import cuda
+
+import kernels
+from kernels import checks
+
+pytestmark = pytest.mark.skipif(not kernels.SIMULATOR, reason="traces on the simulator")
+
+
+def _failed(report):
+    assert not report.passed
+    return " ".join(c.detail for c in report.cases if not c.passed)
+
+
+@cuda.jit
+def naive_transpose_kernel(a, out):
+    col, row = cuda.grid(2)
+    if row < a.shape[0] and col < a.shape[1]:
+        out[col, row] = a[row, col]
+
+
+@cuda.jit
+def naive_matvec_kernel(a, x, y):
+    row = cuda.grid(1)
+    if row < a.shape[0]:
+        total = 0.0
+        for j in range(a.shape[1]):
+            total += a[row, j] * x[j]
+        y[row] = total
+
+
+def test_a_transpose_or_mat_vec_without_a_shared_tile_fails():
+    for checker, kernel in ((checks.tiled_transpose, naive_transpose_kernel),
+                            (checks.tiled_matvec, naive_matvec_kernel)):
+        assert "no shared-memory array written and read back" in _failed(checker(kernel))
+
+
+@cuda.jit
+def global_counts_kernel(data, counts):
+    for i in range(cuda.grid(1), data.size, cuda.gridsize(1)):
+        cuda.atomic.add(counts, data[i], 1)
+
+
+def global_histogram_256(data):
+    counts = cuda.to_device(np.zeros(256, np.int64))
+    global_counts_kernel[4, 128](cuda.to_device(data), counts)
+    return counts.copy_to_host()
+
+
+def test_a_histogram_without_shared_counters_fails():
+    assert "no atomic on a shared-memory array" in _failed(
+        checks.histogram_256(global_histogram_256))
+
+
+@cuda.jit
+def sweep_kernel(src, dst, change):
+    for i in range(cuda.grid(1), src.size, cuda.gridsize(1)):
+        value = src[i] if i == 0 or i == src.size - 1 else (src[i - 1] + src[i + 1]) * 0.5
+        dst[i] = value
+        cuda.atomic.max(change, 0, abs(value - src[i]))
+
+
+def jacobi_by_launches(u, tol, max_steps):
+    """Right values, one launch per sweep: the host loop the exercise replaces."""
+    src, dst = cuda.to_device(u), cuda.device_array_like(u)
+    for sweep in range(1, max_steps + 1):
+        change = cuda.to_device(np.zeros(1))
+        sweep_kernel[math.ceil(u.size / 128), 128](src, dst, change)
+        src, dst = dst, src
+        if change.copy_to_host()[0] < tol:
+            break
+    return src.copy_to_host(), sweep
+
+
+def test_a_host_loop_of_launches_fails_the_one_cooperative_launch():
+    assert "the exercise asks for one cooperative launch" in _failed(
+        checks.jacobi_until_converged(jacobi_by_launches))
+
+
+@cuda.jit
+def add_kernel(a, b, out):
+    for i in range(cuda.grid(1), out.size, cuda.gridsize(1)):
+        out[i] = a[i] + b[i]
+
+
+def _add_on(a, b, out, stream):
+    d_a, d_b = cuda.to_device(a, stream=stream), cuda.to_device(b, stream=stream)
+    d_out = cuda.device_array_like(d_a, stream=stream)
+    add_kernel[4, 32, stream](d_a, d_b, d_out)
+    d_out.copy_to_host(out, stream=stream)
+
+
+def on_a_stream_of_its_own(a, b, out, stream):
+    mine = cuda.stream()
+    _add_on(a, b, out, mine)
+    mine.synchronize()
+
+
+def waiting_for_the_device(a, b, out, stream):
+    _add_on(a, b, out, stream)
+    cuda.synchronize()
+
+
+def test_stream_add_must_use_the_given_stream_and_wait_for_it_only():
+    assert "not on the stream your function was given" in _failed(
+        checks.stream_add(on_a_stream_of_its_own))
+    assert "waited for the whole device" in _failed(checks.stream_add(waiting_for_the_device))
+
+    def right(a, b, out, stream):
+        _add_on(a, b, out, stream)
+        stream.synchronize()
+
+    assert checks.stream_add(right).passed
