@@ -9,12 +9,12 @@ from claims import med, rec, recording  # noqa: F401 (recording: the autouse fix
 from kernels import compare
 
 
-def test_reduction_pcie_is_dozens_of_times_slower_than_hbm():
-    """reduction.md: "it must first cross PCIe at some tens of GB/s, dozens of times
-    slower, and the copy, not the kernel, sets the time"."""
+def test_reduction_pcie_is_many_times_slower_than_device_memory():
+    """reduction.md: "it must first cross PCIe: on the [device] below at [glued] GB/s,
+    [glued] times slower than a copy on the device ..., and the copy, not the kernel,
+    sets the time" (the numbers are glued; the sentence needs the link far slower)."""
     limits = rec("reduction.travel").limits
-    assert 10 <= limits["h2d_gbps"] < 100
-    assert limits["copy_gbps"] / limits["h2d_gbps"] >= 20
+    assert limits["copy_gbps"] / limits["h2d_gbps"] >= 10
 
 
 def test_reduction_on_device_call_is_mostly_not_the_kernel():
