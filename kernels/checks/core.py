@@ -56,6 +56,17 @@ def drawn_size(rng, low, high, block=32):
     return n + 1 if n % block == 0 else n
 
 
+def beyond_16_bits(rng, dtype=np.int32):
+    """Random values, more than 2**16 of them, whose largest (one, repeated nowhere)
+    lies past index 65,535: an answer that keeps an index in 16 bits gets it wrong, at a
+    size the simulator can afford."""
+    n = drawn_size(rng, 2**16 + 1_000, 2**16 + 9_000)
+    x = (rng.integers(-2**31, 2**31 - 1, n, dtype=np.int64) if dtype == np.int32 else
+         rng.standard_normal(n)).astype(dtype)
+    x[int(rng.integers(2**16, n))] = np.iinfo(np.int32).max if dtype == np.int32 else 9.5
+    return x
+
+
 def answer_step(step):
     """Mark step(subject, *args) as a part of a checker that runs beside the student's
     function, given plain arguments; it returns plain data (arrays, numbers, tuples)."""

@@ -71,6 +71,9 @@ def lock_argmax(fn):
     last = rng.random(n).astype(np.float32)
     last[-1] = 2
     cases.append((f"n={n}, the largest value last", last))
+    far = core.beyond_16_bits(rng, np.float32)
+    cases.append((f"n={far.size:,}, the largest value past index 65,535 (an index packed "
+                  "into 16 bits loses it)", far))
     cases = [(what, x, np.array([x.max(), np.argmax(x)], np.float64)) for what, x in cases]
 
     answer = calling(fn)

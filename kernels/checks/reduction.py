@@ -78,6 +78,9 @@ def argmax(fn):
     last[-2] = -1
     cases.append((f"n={n:,}, all negative, the maximum among the last two", (last, blocks),
                   np.argmax(last)))
+    far = core.beyond_16_bits(rng)
+    cases.append((f"n={far.size:,}, the maximum past index 65,535 (an index packed into 16 "
+                  "bits loses it)", (far, 2), np.argmax(far)))
     return run_cases("argmax", cases, calling(fn),
                      race=_race(fn, rng.integers(0, 50, RACE_LAUNCH[0]).astype(np.int32)))
 
