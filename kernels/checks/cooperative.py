@@ -69,10 +69,10 @@ def rotate_rows(kernel):
     def run(inputs):
         return answer_side(kernel, rotated, *inputs)
 
-    m = np.full((4, 53), -1, np.int32)
-    m[0] = rng.integers(0, 10**6, 53)
+    m = np.full((4, 101), -1, np.int32)  # two grid-stride rounds or more per thread
+    m[0] = rng.integers(0, 10**6, 101)
     return run_cases("rotate_rows", cases, run, race=races.kernel(
-        kernel, RACE_LAUNCH, (m,), "[3, 16] on a 4 x 53 matrix"))
+        kernel, RACE_LAUNCH, (m,), "[3, 16] on a 4 x 101 matrix"))
 
 
 def normalize_by_max(kernel):
@@ -97,7 +97,7 @@ def normalize_by_max(kernel):
     def run(inputs):
         return answer_side(kernel, normalized, *inputs)
 
-    x = rng.uniform(-50, 100, 101).astype(np.float32)
+    x = rng.uniform(-50, 100, 101).astype(np.float32)  # 2 rounds or more per thread
     return run_cases("normalize_by_max", cases, run, race=races.kernel(
         kernel, RACE_LAUNCH, (x, np.empty_like(x), np.full(1, -np.inf, np.float32)),
         "[3, 16] on n=101"))

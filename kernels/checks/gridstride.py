@@ -25,14 +25,20 @@ LAUNCHES_2D = (((1, 1), (1, 1)), ((2, 3), (8, 4)))
 
 def _traced_launch(rng):
     """The traced case's launch and size, drawn: races, and whether the threads share
-    the work (kernels.checks.races), at a launch no kernel can single out."""
-    return (int(rng.integers(2, 4)), int(rng.integers(5, 10))), core.drawn_size(rng, 30, 60, 8)
+    the work (kernels.checks.races), at a launch no kernel can single out, with at
+    least two grid-stride rounds for every thread, reverse_inplace's pairs included (a
+    race between rounds shows)."""
+    blocks, threads = int(rng.integers(2, 4)), int(rng.integers(5, 10))
+    grid = blocks * threads
+    return (blocks, threads), core.drawn_size(rng, 4 * grid + 1, 5 * grid, 8)
 
 
 def _traced_launch_2d(rng):
     blocks = (int(rng.integers(1, 3)), int(rng.integers(2, 4)))
     threads = (int(rng.integers(3, 6)), int(rng.integers(3, 6)))
-    shape = (core.drawn_size(rng, 7, 13, 4), core.drawn_size(rng, 9, 17, 4))
+    grid = max(b * t for b, t in zip(blocks, threads))  # either axis may run along rows
+    shape = (core.drawn_size(rng, 2 * grid + 1, 3 * grid, 4),
+             core.drawn_size(rng, 2 * grid + 1, 3 * grid, 4))
     return (blocks, threads), shape
 
 
