@@ -114,9 +114,28 @@ function wrapCodeLines() {
   }
 }
 
+// Inline code may break where a reader would: after a dot, an underscore, a comma or
+// a slash, and before an opening parenthesis (course.css breaks a name elsewhere only
+// when no such place is left), so `cuda.threadIdx.x` in a narrow table cell reads
+// "cuda.threadIdx." / "x", not "cuda.threadI" / "dx.x". The text is unchanged.
+function breakableInlineCode() {
+  for (const code of document.querySelectorAll("article.bd-article code.literal")) {
+    const walker = document.createTreeWalker(code, NodeFilter.SHOW_TEXT);
+    const texts = [];
+    while (walker.nextNode()) texts.push(walker.currentNode);
+    for (const text of texts) {
+      const parts = text.data.split(/(?<=[._,/])|(?=\()/);
+      if (parts.length < 2) continue;
+      text.replaceWith(...parts.flatMap((part, i) =>
+        i ? [document.createElement("wbr"), part] : [part]));
+    }
+  }
+}
+
 document.addEventListener("DOMContentLoaded", () => {
   stackWideTables();
   connectSidebarButtons();
   zoomableFigures();
   wrapCodeLines();
+  breakableInlineCode();
 });
