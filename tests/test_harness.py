@@ -35,6 +35,9 @@ def test_check_says_one_value_in_the_singular():
     assert harness.check(np.int64(7), np.int64(7), name="sum") == \
         "sum: the value matches the reference exactly"
     assert "all 3 values match" in harness.check(np.ones(3), np.ones(3))
+    with pytest.raises(harness.MismatchError, match=r"sum: the value differs from the "
+                       r"reference \(exactly\): got 6, expected 7"):
+        harness.check(np.int64(6), np.int64(7), name="sum")
 
 
 def test_check_shape_mismatch():

@@ -48,6 +48,9 @@ def check(got, expected, *, name="result", rtol=None, atol=None, show=5):
     n_bad = int(bad.sum())
     if n_bad:
         g, e = np.atleast_1d(got), np.atleast_1d(expected)
+        if bad.size == 1:
+            raise MismatchError(f"{name}: the value differs from the reference ({how}): "
+                                f"got {g.flat[0]}, expected {e.flat[0]}")
         where = np.argwhere(bad)[:show]
         lines = [f"  at {tuple(int(i) for i in w) if got.ndim > 1 else int(w[0])}: "
                  f"got {g[tuple(w)]}, expected {e[tuple(w)]}" for w in where]
