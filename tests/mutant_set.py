@@ -295,6 +295,8 @@ EQUIVALENT = {
     "streams-ex-bounded:stream-dropped@bounded_streams_add#1": DEFAULT_STREAM,
     "streams-ex-bounded:stream-dropped@bounded_streams_add#2": DEFAULT_STREAM,
     "streams-ex-bounded:stream-dropped@bounded_streams_add#3": DEFAULT_STREAM,
+    "streams-ex-one-stream:stream-dropped@stream_add#3": "the output allocated without "
+    "stream=: an allocation queues no work on any stream",
     "cooperative-ex-converge:range-short@jacobi_until_converged_kernel#3": "the final copy "
     "skips the last point, a boundary that the first sweep wrote into out and no sweep "
     "changes",

@@ -79,8 +79,9 @@ def sums_tree_kernel(x, out):
     a = 0.0
     b = 0.0
     for i in range(cuda.grid(1), x.size, cuda.gridsize(1)):
-        a += x[i]
-        b += float64(x[i]) * x[i]
+        v = float64(x[i])
+        a += v
+        b += v * v
     both[t] = a
     both[MV_THREADS + t] = b
     cuda.syncthreads()
