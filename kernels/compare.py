@@ -11,6 +11,8 @@ the verdicts, so a sentence that says "faster" cannot sit beside numbers that sa
                         unless their bands stay apart by more than BAND
 * ``phrase(t, ref, than="NumPy")``  "1.7 times faster than NumPy", "12% faster ...",
                         "about as fast as NumPy", "3% slower ..." (`than` optional)
+* ``single_runs(runs)`` how far single runs (a timeline each) end from their medians,
+                        in words: "within 8% ..." or which one strays, and by how much
 """
 
 # The same work timed in two benchmarks of one recording differs by up to about 3%
@@ -74,3 +76,24 @@ def phrase(t, ref, band=BAND, than=None):
     words = (f"{r:,.{0 if r >= 10 else 1}f} times {word}" if r >= TIMES_FROM
              else f"{100 * (r - 1):.0f}% {word}")
     return words + (f" than {than}" if than else "")
+
+
+# A single run whose time is within this of its pipeline's median hardly changes a
+# picture of its work (timelines: kernels.streams.Timeline).
+SINGLE_RUN_CLOSE = 0.15
+
+
+def single_runs(runs):
+    """`runs`: [(label, a single run's time, the median of the same work)]. The clause
+    that says how far they end from their medians: all within SINGLE_RUN_CLOSE, or the
+    one furthest off, by how much."""
+    label, t, median = max(runs, key=lambda r: abs(r[1] / r[2] - 1))
+    off = t / median - 1
+    if abs(off) <= SINGLE_RUN_CLOSE:
+        return (f"each of these runs ends within {100 * abs(off):.0f}% of the same "
+                "work's median time above: the events change the picture little")
+    return (f"the run of {label} ends {100 * abs(off):.0f}% "
+            f"{'later' if off > 0 else 'sooner'} than the same work's median time above: "
+            "a single run strays that far, so read these timelines for the order of the "
+            "work, not for its time")
+
