@@ -180,7 +180,8 @@ def test_a_result_that_does_not_come_from_the_kernels_fails(monkeypatch):
     """A host function's result must come from its kernels: run with its kernels skipped,
     it must be wrong. An answer whose kernel runs but whose result is NumPy's fails; one
     whose result its kernel computed passes, even when an earlier call of the same case
-    left that result in memory (arrays made then are poisoned)."""
+    left that result in memory (arrays made then are poisoned); and so does one that
+    waits for its kernels, which never returns with them skipped."""
     monkeypatch.setattr(core, "_launch_rule", lambda exercise: core.launches.YOURS)
     rng = np.random.default_rng(3)
     cases = [(f"n={n}", rng.standard_normal(n), None) for n in (5, 33, 70)]
@@ -201,3 +202,16 @@ def test_a_result_that_does_not_come_from_the_kernels_fails(monkeypatch):
         report = core.run_cases("doubled", cases, core.calling(_doubled), rtol=1e-9,
                                 atol=1e-12)
         assert report.passed and len(report.cases) == 4, str(report)
+
+    def waits_for_its_kernel(x):
+        d_out = cuda.to_device(np.zeros(1))
+        while True:  # until the kernel has written something
+            _partial_sums[(x.size + 31) // 32, 32](cuda.to_device(x), d_out)
+            total = d_out.copy_to_host()[0]
+            if total != 0:
+                return 2.0 * total
+
+    monkeypatch.setattr(core, "UNLAUNCHED_LIMIT_S", 1.0)
+    report = core.run_cases("doubled", cases, core.calling(waits_for_its_kernel),
+                            rtol=1e-9, atol=1e-12)
+    assert report.passed and report.hung, str(report)

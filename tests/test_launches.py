@@ -63,10 +63,7 @@ def test_each_launch_counts_once_and_device_functions_do_not():
 def test_a_host_answer_fails_with_a_clear_message():
     report = checks.lock_sum_positive(lambda x: x[x > 0].sum())  # right values, no kernel
     assert not report.passed
-    host = "even when none of your kernels ran"
-    assert all("no kernel of yours was launched" in c.detail or host in c.detail
-               for c in report.cases)
-    assert [host in c.detail for c in report.cases].count(True) == 1
+    assert all("no kernel of yours was launched" in c.detail for c in report.cases)
 
 
 def test_every_checker_finds_its_launch_rule():
