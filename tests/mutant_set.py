@@ -29,10 +29,12 @@ class Mutant:
     operator: str
     why: str  # the mistake, in words
     source: str  # the whole solution module, changed
+    identity: str = ""  # what the digest is of, where not the source (a looked-up table's
+    # keys follow the checker's public cases: a new case is the same mistake)
 
     @property
     def digest(self):
-        return hashlib.sha256(self.source.encode()).hexdigest()[:16]
+        return hashlib.sha256((self.identity or self.source).encode()).hexdigest()[:16]
 
 
 def solution(topic):
@@ -207,7 +209,7 @@ def looked_up(source, label):
     return source + textwrap.dedent(f'''
 
 
-        _PUBLIC = {set(public_keys(label))!r}
+        _PUBLIC = frozenset({public_keys(label)!r})
         _computed = {name}
         {textwrap.indent(KEY, "        ").strip()}
 
@@ -227,10 +229,10 @@ def of_exercise(label, lookups=True):
     inside = mutants.scope(source, answer_name(label))
     found, seen = [], {source}
 
-    def add(name, operator, why, text):
+    def add(name, operator, why, text, identity=""):
         if text is not None and text not in seen:
             seen.add(text)
-            found.append(Mutant(f"{label}:{name}", label, operator, why, text))
+            found.append(Mutant(f"{label}:{name}", label, operator, why, text, identity))
 
     for operator, (change, why, together) in mutants.OPERATORS.items():
         for function in inside:
@@ -247,7 +249,7 @@ def of_exercise(label, lookups=True):
         add(name, name, why, _by_hand(source, change))
     if lookups and not registry.EXERCISES[label].kernel:
         add("looked-up", "looked-up", "results looked up from the public cases",
-            looked_up(source, label))
+            looked_up(source, label), identity=f"{source}\nlooked up: {label}")
     return found
 
 
