@@ -289,3 +289,19 @@ def test_the_mutex_chapters_tid_plus_one_exhibit_races_in_shared_memory(rng):
     found = trace.races(trace.run(mutex.dot_mutex_tid_plus_one, x, x, blocks=2, threads=64))
     assert found and {r.array for r in found} == {"s_block"}
     assert trace.races(trace.run(mutex.dot_mutex, x, x, blocks=2, threads=64)) == []
+
+
+@cuda.jit
+def fence_only_after_taking_the_lock_kernel(total, mutex):
+    if cuda.threadIdx.x == 0:
+        while cuda.atomic.cas(mutex, 0, 0, 1) != 0:
+            pass
+        cuda.threadfence()  # the taking side's fence...
+        total[0] += 1.0
+        cuda.atomic.exch(mutex, 0, 0)  # WRONG on purpose: ...but none before the release
+
+
+def test_a_fence_before_the_writes_does_not_release_them():
+    found = trace.races(trace.launch(fence_only_after_taking_the_lock_kernel, (3, 2),
+                                     np.zeros(1), np.zeros(1, np.int32)))
+    assert found and "before the atomic that releases the lock" in found[0].describe()

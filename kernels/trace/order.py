@@ -17,8 +17,8 @@ What orders accesses (the synchronisation the tracer understands):
 * a block barrier joins the clocks of the block's threads;
 * a grid barrier (all blocks live, kernels.trace.blocks) joins everything;
 * an atomic is a release on its address when the thread called cuda.threadfence()
-  since its last atomic (an atomic alone orders no other access, in CUDA's memory
-  model); every atomic acquires what earlier releases on its address published. Locks
+  since its last atomic and its last write to global memory (an atomic alone orders no
+  other access, in CUDA's memory model, and a fence only the writes before it); every atomic acquires what earlier releases on its address published. Locks
   taken with compare-and-swap and released with exch are such atomics on the lock's
   word: a lock orders what it guards only when a fence comes before its release.
 

@@ -236,6 +236,8 @@ class Recorder:
         # No lock: a dict item and a list append are single steps under the GIL, and
         # the threads would queue for it on every access.
         self.last[thread.ident] = access
+        if kind == "write" and not shared:
+            thread._fenced = False  # a fence orders only the writes made before it
         accesses = self._launch.accesses
         accesses.append(access)
         if self.count + len(accesses) > MAX_ACCESSES:
