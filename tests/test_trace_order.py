@@ -230,3 +230,34 @@ def test_the_host_reading_what_a_stream_still_copies_is_a_race(rng):
     assert "the host" in picture and "[use]" in picture
     for pinned_out, wait in ((True, True), (False, False)):
         assert trace.stream_races(trace.run(_added_on_a_stream, a, pinned_out, wait)) == []
+
+
+@cuda.jit
+def tree_sum_kernel(x, out, branch_barrier):
+    s = cuda.shared.array(16, np.float64)
+    t = cuda.threadIdx.x
+    s[t] = x[t]
+    cuda.syncthreads()
+    half = 8
+    while half > 0:
+        if t < half:
+            s[t] += s[t + half]
+            if branch_barrier:  # WRONG on purpose: half of the block skips it
+                cuda.syncthreads()
+        if not branch_barrier:
+            cuda.syncthreads()
+        half //= 2
+    if t == 0:
+        out[0] = s[0]
+
+
+def test_a_barrier_that_part_of_the_block_skips_is_found():
+    """The simulator lets threads waiting at different barriers through together; the
+    tracer says which barrier part of the block skipped. Threads that leave before the
+    first barrier (a bounds check) are not counted."""
+    x = np.arange(16, dtype=np.float64)
+    t = trace.launch(tree_sum_kernel, (1, 16), x, np.zeros(1), True)
+    found = trace.barriers(t)
+    assert found and "never reached the one at tree_sum_kernel, line" in found[0]
+    assert trace.barriers(trace.launch(tree_sum_kernel, (1, 16), x, np.zeros(1), False)) == []
+    assert trace.barriers(trace.run(cooperative.rows_grid_sync, np.zeros((3, 40), np.int32))) == []

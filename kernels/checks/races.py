@@ -119,6 +119,13 @@ def _case(launch, tracer, *args, input_bytes=0, shared=None, needs=()):
         return (description, False, f"under the tracer your code raised "
                 f"{type(err).__name__}: {_first_line(err)}", True)
     found = trace.races(t) + trace.stream_races(t)
+    apart = trace.barriers(t)
+    if apart:  # the threads' order past such a barrier is not a GPU's: races after it too
+        more = f" (and {len(apart) - 1} more like it)" if len(apart) > 1 else ""
+        return (description, False, f"{PREFIX} threads that do not meet at one barrier: "
+                f"{apart[0]}{more}. Every thread of a block must reach every "
+                "cuda.syncthreads(): put it where no branch, and no return, skips it. On a "
+                "GPU this is undefined: it may hang, or let threads through early", True)
     if not found:
         alone = unshared(t, shared) if shared is not None else ""
         if alone:

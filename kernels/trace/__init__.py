@@ -26,8 +26,8 @@ was defined in a notebook.
 import types
 
 from kernels import SIMULATOR
-from kernels.trace.analyses import (bank_conflicts, coverage, lock_order, races,  # noqa
-                                    sectors, stream_races)
+from kernels.trace.analyses import (bank_conflicts, barriers, coverage,  # noqa
+                                    lock_order, races, sectors, stream_races)
 from kernels.trace import remote
 from kernels.trace.model import NothingLaunched, Trace, TraceError, TraceTooLarge
 
@@ -36,7 +36,8 @@ from kernels.trace.model import NothingLaunched, Trace, TraceError, TraceTooLarg
 LOCAL = SIMULATOR
 
 __all__ = ["run", "launch", "Trace", "TraceError", "TraceTooLarge", "NothingLaunched",
-           "coverage", "sectors", "bank_conflicts", "races", "stream_races", "lock_order"]
+           "coverage", "sectors", "bank_conflicts", "races", "stream_races", "lock_order",
+           "barriers"]
 
 
 def _is_kernel(obj):

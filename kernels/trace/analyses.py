@@ -449,6 +449,13 @@ def _merged(ranges):
     return out
 
 
+def barriers(trace):
+    """Block barriers that not every thread of the block met together, in words, one per
+    barrier (a cuda.syncthreads() in a branch: order.Sync.diverged)."""
+    return [f"in {launch.kernel}, {what}" for launch in trace.launches
+            for what in launch.diverged]
+
+
 def stream_races(trace):
     """Pairs of stream operations (copies, kernels) on device memory that overlaps, at
     least one writing it, that no stream order, event or synchronisation orders."""

@@ -57,7 +57,8 @@ def _patches(rec):
         return wrapper
 
     def syncthreads(self):
-        rec.sync.arrive(self)
+        frame = sys._getframe(2)  # the kernel's, past the simulator's cuda.syncthreads
+        rec.sync.arrive(self, (frame.f_code.co_name, frame.f_lineno))
         sync0(self)
         rec.sync.leave(self)
 

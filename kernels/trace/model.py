@@ -74,6 +74,8 @@ class Launch:
     lock_events: list = dataclasses.field(default_factory=list)  # (seq, Access, "take"/"release")
     clock: dict = dataclasses.field(default_factory=dict)  # stream clock when it ran
     cooperative: bool = False  # it calls grid.sync(): all blocks ran live
+    # threads of a block that did not meet at the same barrier, in words (order.Sync)
+    diverged: list = dataclasses.field(default_factory=list)
 
     def of(self, array, kinds=("read", "write", "atomic")):
         """The accesses to `array` of the given kinds, in recorded order. An argument

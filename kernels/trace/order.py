@@ -77,6 +77,7 @@ class Sync:
         self._lock = threading.RLock()
         self._barriers = {}  # (block, barrier number) -> join of the arrivals' clocks
         self._released = {}  # address -> join of the clocks released on it
+        self._arrivals = {}  # (block, barrier number) -> {thread: (function, line)}
 
     @staticmethod
     def state(thread):
@@ -84,13 +85,40 @@ class Sync:
         return (getattr(thread, "_clock", EMPTY), getattr(thread, "_counter", 0),
                 getattr(thread, "_grid_epoch", 0), getattr(thread, "_epoch", 0))
 
-    def arrive(self, thread):
-        """Before a block barrier: add this thread's clock to the barrier's join."""
+    def arrive(self, thread, site=None):
+        """Before a block barrier (at `site`: its function and line): add this thread's
+        clock to the barrier's join."""
         block = (thread.blockIdx.x, thread.blockIdx.y, thread.blockIdx.z)
         key = (block, getattr(thread, "_epoch", 0))
         with self._lock:
             self._barriers[key] = join(self._barriers.get(key, EMPTY),
                                        getattr(thread, "_clock", EMPTY))
+            self._arrivals.setdefault(key, {})[thread.thread_id] = site
+
+    def diverged(self):
+        """What went wrong at the block barriers, in words: threads of a block that met
+        at different barriers (the simulator lets them through together), or a thread
+        that passed a barrier with its block and then skipped the next one the others
+        wait at (a barrier in a branch). On a GPU either is undefined: it may hang, or
+        let threads through early. Threads that leave before the first barrier are not
+        counted (a bounds check that returns)."""
+        found = []
+        for (block, n), arrived in sorted(self._arrivals.items()):
+            where = "block " + ",".join(map(str, block[:1] if block[1:] == (0, 0) else block))
+            sites = sorted({site for site in arrived.values() if site})
+            if len(sites) > 1:
+                found.append(f"threads of {where} waited at different barriers together "
+                             f"({' and '.join(f'{f}, line {l}' for f, l in sites)})")
+                continue
+            before = self._arrivals.get((block, n - 1), {})
+            skipped = sorted(set(before) - set(arrived))
+            if n and skipped:
+                f, line = sites[0] if sites else ("?", "?")
+                found.append(f"{len(skipped)} thread{'s' if len(skipped) > 1 else ''} of "
+                             f"{where} (thread {skipped[0]} first) passed the barrier "
+                             f"before with the block but never reached the one at {f}, "
+                             f"line {line}, which the other threads waited at")
+        return found
 
     def leave(self, thread):
         """After a block barrier (all arrived): the join, and this barrier passed."""

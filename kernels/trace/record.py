@@ -309,6 +309,7 @@ class Recorder:
                 (writes if a.kind != "read" else reads).append((a.address, a.address + a.itemsize))
         op = self._operation(f"kernel {fn.__name__}", self.stream_number(stream), reads, writes)
         self._launch.clock = op.clock
+        self._launch.diverged = self.sync.diverged()
 
     def shared_array(self, original, shared, shape, dtype, alignment, frame):
         line = frame.f_code.co_filename, frame.f_lineno
