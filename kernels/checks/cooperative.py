@@ -82,9 +82,10 @@ def normalize_by_max(kernel):
     sizes = ((1, 17, 1_001) if SIMULATOR else (1, 17, 1_001, 5_000_003)) + (
         core.drawn_size(rng, 2, 1500),)
     cases = []
-    for n in sizes:
+    for k, n in enumerate(sizes):
         x = rng.uniform(-50, 100, n).astype(np.float32)
-        x[rng.integers(n)] = 100.5  # the maximum, somewhere in the array
+        # the maximum, somewhere in the array; last in the last size's
+        x[n - 1 if k == len(sizes) - 1 else rng.integers(n)] = 100.5
         args = (x, np.empty_like(x), np.full(1, -np.inf, np.float32))
         try:
             grids = _grids(kernel, args, "normalize_by_max")
@@ -132,6 +133,16 @@ def _jacobi_until_converged_reference(u, tol, max_steps):
     return v, max_steps
 
 
+def _third_change(u):
+    """The largest change of the third Jacobi sweep of `u`, exactly."""
+    v = u.copy()
+    for _ in range(3):
+        new = v.copy()
+        new[1:-1] = (v[:-2] + v[2:]) * 0.5
+        change, v = np.abs(new - v).max(), new
+    return float(change)
+
+
 def jacobi_until_converged(fn):
     """Check fn(u, tol, max_steps) -> (result, sweeps): Jacobi sweeps of float64 `u`
     until a sweep changes no point by `tol` or more, or `max_steps` sweeps."""
@@ -142,7 +153,11 @@ def jacobi_until_converged(fn):
         u = np.sin(np.linspace(0, 3 * np.pi, n)) + rng.uniform(-0.1, 0.1, n)
         # converges after 11 (n=17) and 46 (n=70) sweeps, more than the other case's
         # 40: few enough for the simulator's grid syncs
-        for tol, max_steps in ((5e-2, 400), (1e-12, 40)):
+        # n = 17 also: one sweep only, and a tol that one sweep's largest change equals
+        # exactly (a sweep that changes no point by tol or more stops: that one does not)
+        settings = ((5e-2, 400), (1e-12, 40)) + (
+            ((1e-12, 1), (_third_change(u), 40)) if n == 17 else ())
+        for tol, max_steps in settings:
             v, sweeps = _jacobi_until_converged_reference(u, tol, max_steps)
             how = "converges" if sweeps < max_steps else "stops at max_steps"
             label = f"n={n}, tol={tol:g}, max_steps={max_steps} ({how})"

@@ -101,6 +101,9 @@ def positions_of(fn):
         cases.append((f"spaces in {_bytes(n)} of random words", (data, ord(" "))))
     cases += [("a value that never occurs", (np.full(1_001, 7, np.uint8), 8)),
               ("every byte matches", (np.full(1_001, 7, np.uint8), 7))]
+    n = core.drawn_size(rng, 2**15 + 1_000, 2**15 + 8_000)  # an index or count in 16 bits fails
+    cases.append((f"spaces in {_bytes(n)} of random words, past index 32,767",
+                  (random_words(rng, n), ord(" "))))
     data = rng.integers(0, 3, RACE_SIZE, dtype=np.uint8)
     return run_cases("positions_of",
                      [(d, inp, np.flatnonzero(inp[0] == inp[1])) for d, inp in cases],

@@ -18,7 +18,9 @@ from kernels.mutex import THREADS, default_blocks, summation_rounding
 
 __all__ = ["lock_sum_positive", "lock_argmax", "lock_bin_product"]
 
-SIZES = (1, 17, 1001) if SIMULATOR else (1, 17, 1001, 1_000_003)
+# 600: three blocks of THREADS (not a power of two); 3,001: past what four blocks
+# cover, so every thread loops (the simulator has one SM: four blocks at most)
+SIZES = (1, 17, 600, 1001, 3001) if SIMULATOR else (1, 17, 600, 1001, 1_000_003)
 EPS32 = float(np.finfo(np.float32).eps)
 RACE_SIZE = 300  # the race case: 2 blocks of THREADS on the simulator
 
@@ -90,7 +92,7 @@ def lock_argmax(fn):
 def lock_bin_product(fn):
     """Check fn(keys, values, nbins) returns the product of the values of each bin."""
     rng = core.rng(13)
-    shapes = [(1, 1), (17, 7), (1001, 1), (1001, 7), (1001, 64)]
+    shapes = [(1, 1), (17, 7), (1001, 1), (1001, 7), (1001, 64), (3001, 64)]
     if not SIMULATOR:  # one bin is one lock for all: keep its queue short
         shapes += [(20_001, 1), (100_003, 64), (100_003, 1024)]
     cases = []
