@@ -115,7 +115,15 @@ def jacobi_until_converged(u, tol, max_steps, *, threads=256):
     "streams-ex-one-stream": [("own-stream", "the work on a stream of its own, not the "
                                "one given", [("d_a = cuda.to_device(a, stream=stream)",
                                               "stream = cuda.stream()\n    "
-                                              "d_a = cuda.to_device(a, stream=stream)")])],
+                                              "d_a = cuda.to_device(a, stream=stream)")]),
+                              ("event-not-waited", "an event recorded after the copy out, "
+                               "never waited for", [("stream.synchronize()",
+                                                     "done = cuda.event()\n    "
+                                                     "done.record(stream)")])],
+    "streams-ex-chunked": [("events-not-waited", "an event recorded on each stream, none "
+                            "waited for", [("for s in streams:\n        s.synchronize()",
+                                            "for s in streams:\n        "
+                                            "cuda.event().record(s)")])],
     "streams-ex-bounded": [("lane-zero-buffers", "every stream reuses the first stream's "
                             "buffers", [("s, d_a, d_b, d_out = lanes[i % len(lanes)]",
                                          "s, (d_a, d_b, d_out) = lanes[i % len(lanes)][0], "
