@@ -80,7 +80,7 @@ def chunked_streams_add(a, b, out, chunks):
         s = cuda.stream()
         d_a = cuda.to_device(a[lo:hi], stream=s)
         d_b = cuda.to_device(b[lo:hi], stream=s)
-        d_out = cuda.device_array(hi - lo, a.dtype, stream=s)
+        d_out = cuda.device_array(int(hi - lo), a.dtype, stream=s)  # a GPU takes no np.int64
         chunk_add_kernel[8, 128, s](d_a, d_b, d_out)
         d_out.copy_to_host(out[lo:hi], stream=s)
         streams.append(s)
