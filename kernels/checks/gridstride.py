@@ -34,8 +34,8 @@ def _traced_launch(rng):
 
 
 def _traced_launch_2d(rng):
-    blocks = (int(rng.integers(1, 3)), int(rng.integers(2, 4)))
-    threads = (int(rng.integers(3, 6)), int(rng.integers(3, 6)))
+    blocks = (int(rng.integers(1, 3)), int(rng.integers(1, 3)))
+    threads = (int(rng.integers(2, 5)), int(rng.integers(2, 5)))
     grid = max(b * t for b, t in zip(blocks, threads))  # either axis may run along rows
     shape = (core.drawn_size(rng, 2 * grid + 1, 3 * grid, 4),
              core.drawn_size(rng, 2 * grid + 1, 3 * grid, 4))
