@@ -22,12 +22,6 @@ FLOAT32_ON_THE_SIMULATOR = (
     "function's kernels for no GPU, and runs them as NumPy scalars")
 REJECTED = {
     ("reduction-ex-mean-variance", 1): FLOAT32_ON_THE_SIMULATOR,
-    ("streams-ex-one-stream", 1): "`with stream.auto_synchronize():` waits for the stream "
-    "when the block ends on a GPU; the simulator's auto_synchronize yields and waits for "
-    "nothing, so the tracer sees the host read the result with no wait (a race)",
-    ("cooperative-ex-converge", 2): "the sweeps in one cooperative launch, after a small "
-    "kernel that zeroes the deltas: the point check counts every launch (2) where the "
-    "exercise asks that the sweeps be one cooperative launch",
 }
 
 

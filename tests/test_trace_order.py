@@ -261,3 +261,17 @@ def test_a_barrier_that_part_of_the_block_skips_is_found():
     assert found and "never reached the one at tree_sum_kernel, line" in found[0]
     assert trace.barriers(trace.launch(tree_sum_kernel, (1, 16), x, np.zeros(1), False)) == []
     assert trace.barriers(trace.run(cooperative.rows_grid_sync, np.zeros((3, 40), np.int32))) == []
+
+
+def _auto_synchronized(a, out):
+    s = cuda.stream()
+    with s.auto_synchronize():  # waits for the stream when the block ends
+        d = cuda.to_device(a, stream=s)
+        _double_kernel[1, 32, s](d)
+        d.copy_to_host(out, stream=s)
+    return out
+
+
+def test_auto_synchronize_waits_for_its_stream_at_the_end(rng):
+    a = rng.integers(-9, 9, 40).astype(np.int32)
+    assert trace.stream_races(trace.run(_auto_synchronized, a, cuda.pinned_array(40, np.int32))) == []

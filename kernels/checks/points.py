@@ -34,13 +34,16 @@ def shared_counters(t):
 
 
 def one_cooperative_launch(t):
-    """One launch, cooperative, whose threads met at a grid barrier."""
-    kernels = [launch.kernel for launch in t.launches]
-    barrier = len(t.launches) == 1 and any(a.grid_epoch for a in t.launches[0].accesses)
-    if barrier:
+    """One cooperative launch whose threads met at a grid barrier (beside it, launches
+    that prepare its inputs may run)."""
+    met = [launch.kernel for launch in t.launches
+           if launch.cooperative and any(a.grid_epoch for a in launch.accesses)]
+    if len(met) == 1:
         return ""
-    made = (f"{len(kernels)} launches ({', '.join(sorted(set(kernels)))})" if len(kernels) > 1
-            else f"one launch of {kernels[0]}, whose threads never met at grid.sync()")
+    made = (f"{len(met)} cooperative launches ({', '.join(sorted(set(met)))})" if met else
+            f"{len(t.launches)} launch{'es' if len(t.launches) > 1 else ''} "
+            f"({', '.join(sorted({launch.kernel for launch in t.launches}))}) whose threads "
+            "never met at grid.sync()")
     return (f"your answer made {made}: the exercise asks for one cooperative launch whose "
             "threads wait for each other with grid.sync() between sweeps")
 

@@ -123,6 +123,11 @@ def _patches(rec):
     def stream_sync(self):
         rec.host_waits(rec.clock_of(self))
 
+    @contextlib.contextmanager
+    def auto_synchronize(self):  # the simulator's waits for nothing at its end
+        yield self
+        stream_sync(self)
+
     def device_sync():
         rec.device_waits += 1
         rec.host_waits(rec.clock_of(None))
@@ -161,6 +166,7 @@ def _patches(rec):
         (driver, "host_to_device", host_to_device),
         (driver, "device_to_host", device_to_host),
         (api.stream, "synchronize", stream_sync),
+        (api.stream, "auto_synchronize", auto_synchronize),
         (api, "synchronize", device_sync),
         (api.Event, "record", event_record),
         (api.Event, "wait", event_wait),
