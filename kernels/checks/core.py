@@ -96,7 +96,8 @@ def answer_side(subject, step, *args):
         step, args = unlaunched, (step_name(step), *args)
     if isinstance(subject, Elsewhere):
         return subject.run(step_name(step), args)
-    return step(subject, *args)
+    with launches.poisoned():
+        return step(subject, *args)
 
 
 @answer_step

@@ -66,8 +66,10 @@ def skip(on):
     _skipping = bool(on)
 
 
-# Where an answer makes its arrays: within `skipped`, each new one is poisoned, so that
-# what an array left unwritten holds is never a result an earlier call left in memory.
+# Where an answer makes its arrays: within `poisoned`, each new one is poisoned, so that
+# what an array left unwritten holds is never a result an earlier call left in memory
+# (the simulator's NumPy memory, like a GPU's allocator, hands back freed memory as it
+# was: a kernel that leaves an element unwritten can pass where the same case ran before).
 _MAKERS = {"numpy": ("empty", "empty_like"),
            "numba.cuda": ("device_array", "device_array_like", "pinned_array",
                           "pinned_array_like", "mapped_array", "mapped_array_like",
@@ -82,16 +84,19 @@ def _poisoned(make):
             value = np.frombuffer(b"\xa5" * dtype.itemsize, dtype)[0]
             if isinstance(array, np.ndarray):
                 array[...] = value
-            else:  # in device memory
-                array.copy_to_device(np.full(array.shape, value, dtype))
+            elif isinstance(getattr(array, "_ary", None), np.ndarray):  # the simulator's:
+                array._ary[...] = value  # written directly, unseen by the tracer
+            else:  # on the device, queued on the array's own stream (before any use)
+                array.copy_to_device(np.full(array.shape, value, dtype),
+                                     stream=getattr(array, "stream", 0) or 0)
         return array
     return poisoned_make
 
 
-class skipped:
-    """Within it, launches of every kernel but Numba's own do nothing, and every array
-    made by NumPy's or Numba's empty-array makers is poisoned: what an answer returns
-    then is what it computes without its kernels."""
+class poisoned:
+    """Within it, every array made by NumPy's or Numba's empty-array makers (shared and
+    local arrays on the simulator too) is poisoned, as a GPU's memory holds what it
+    holds: the checkers run each answer step so (kernels.checks.core.answer_side)."""
 
     def __enter__(self):
         import importlib
@@ -101,12 +106,25 @@ class skipped:
                       for name in _MAKERS[module.__name__] if hasattr(module, name)]
         for module, name, make in self.saved:
             setattr(module, name, _poisoned(make))
+        return self
+
+    def __exit__(self, *exc):
+        for module, name, make in self.saved:
+            setattr(module, name, make)
+
+
+class skipped(poisoned):
+    """Within it, launches of every kernel but Numba's own do nothing, and new arrays are
+    poisoned: what an answer returns then is what it computes without its kernels."""
+
+    def __enter__(self):
+        super().__enter__()
         skip(True)
+        return self
 
     def __exit__(self, *exc):
         skip(False)
-        for module, name, make in self.saved:
-            setattr(module, name, make)
+        super().__exit__(*exc)
 
 
 def add(made):

@@ -72,9 +72,9 @@ def lock_argmax(fn):
                   rng.integers(0, 5, LOOPS).astype(np.float32)))
     n = SIZES[-1]
     cases.append((f"n={n}, all negative", -1 - rng.random(n).astype(np.float32)))
-    last = rng.random(n).astype(np.float32)
+    last = rng.random(LOOPS).astype(np.float32)
     last[-1] = 2
-    cases.append((f"n={n}, the largest value last", last))
+    cases.append((f"n={LOOPS}, the largest value last", last))
     cases = [(what, x, np.array([x.max(), np.argmax(x)], np.float64)) for what, x in cases]
 
     answer = calling(fn)
