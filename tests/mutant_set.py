@@ -282,8 +282,6 @@ EQUIVALENT = {
     "mutex-ex-bins:indices-swapped@bin_product": ANY_LAUNCH,
     "reduction-ex-argmax:stride-of-block@argmax_kernel": EVERY_BLOCK,
     "mutex-ex-argmax:stride-of-block@argmax_mutex_kernel": EVERY_BLOCK,
-    "reduction-ex-topk:bound-flipped@topk_kernel#1": "a value equal to the list's last "
-    "enters it: the list holds the same values",
     "reduction-ex-topk:bound-flipped@topk_kernel#2": "a value moves past equal ones: the "
     "list holds the same values",
     "reduction-ex-topk:bound-flipped@topk_kernel#4": "on a tie the merge takes the other "
