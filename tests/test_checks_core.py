@@ -205,11 +205,14 @@ def test_a_result_that_does_not_come_from_the_kernels_fails(monkeypatch):
 
     def waits_for_its_kernel(x):
         d_out = cuda.to_device(np.zeros(1))
-        while True:  # until the kernel has written something
-            _partial_sums[(x.size + 31) // 32, 32](cuda.to_device(x), d_out)
+        _partial_sums[(x.size + 31) // 32, 32](cuda.to_device(x), d_out)
+        end = time.monotonic() + 3  # (a test's bound: left behind, it launches nothing)
+        while time.monotonic() < end:  # until the kernel's total is there
             total = d_out.copy_to_host()[0]
             if total != 0:
                 return 2.0 * total
+            time.sleep(0.01)
+        return np.nan
 
     monkeypatch.setattr(core, "UNLAUNCHED_LIMIT_S", 1.0)
     report = core.run_cases("doubled", cases, core.calling(waits_for_its_kernel),

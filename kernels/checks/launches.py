@@ -79,6 +79,11 @@ _MAKERS = {"numpy": ("empty", "empty_like"),
 def _poisoned(make):
     def poisoned_make(*args, **kwargs):
         array = make(*args, **kwargs)
+        if type(threading.current_thread()).__name__ == "BlockThread":
+            # inside a simulated kernel: the simulator makes a block's shared array in
+            # one unlocked check-then-create, whose window a slower maker would widen
+            # (two threads of a block each making its own); left as NumPy makes it
+            return array
         dtype = getattr(array, "dtype", None)
         if dtype is not None and dtype.kind in "iufc" and array.size:
             value = np.frombuffer(b"\xa5" * dtype.itemsize, dtype)[0]
@@ -94,9 +99,9 @@ def _poisoned(make):
 
 
 class poisoned:
-    """Within it, every array made by NumPy's or Numba's empty-array makers (shared and
-    local arrays on the simulator too) is poisoned, as a GPU's memory holds what it
-    holds: the checkers run each answer step so (kernels.checks.core.answer_side)."""
+    """Within it, every array made by NumPy's or Numba's empty-array makers on the host
+    is poisoned, as a GPU's memory holds what it holds: the checkers run each answer step
+    so (kernels.checks.core.answer_side)."""
 
     def __enter__(self):
         import importlib
