@@ -121,13 +121,17 @@ def normalized(kernel, blocks, threads, x):
     return out.read("out")
 
 
+def _sweep(v):
+    """One Jacobi sweep of `v`: (the new values, the largest change)."""
+    new = v.copy()
+    new[1:-1] = (v[:-2] + v[2:]) * 0.5
+    return new, np.abs(new - v).max()
+
+
 def _jacobi_until_converged_reference(u, tol, max_steps):
     v = u.copy()
     for sweep in range(1, max_steps + 1):
-        new = v.copy()
-        new[1:-1] = (v[:-2] + v[2:]) * 0.5
-        change = np.abs(new - v).max()
-        v = new
+        v, change = _sweep(v)
         if change < tol:
             return v, sweep
     return v, max_steps
@@ -137,9 +141,7 @@ def _third_change(u):
     """The largest change of the third Jacobi sweep of `u`, exactly."""
     v = u.copy()
     for _ in range(3):
-        new = v.copy()
-        new[1:-1] = (v[:-2] + v[2:]) * 0.5
-        change, v = np.abs(new - v).max(), new
+        v, change = _sweep(v)
     return float(change)
 
 
