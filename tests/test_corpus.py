@@ -25,6 +25,14 @@ REJECTED = {
 }
 
 
+def failed(text):
+    """The feedback's failed checks with their details: the whole section would be cut
+    in the middle in pytest's report."""
+    lines = text.splitlines()
+    keep = [i for i, line in enumerate(lines) if not line.strip().startswith("PASS")]
+    return "\n".join(lines[i] for i in keep[:40])
+
+
 CASES = [(label, r) for r, group in enumerate(corpus.rounds()) for label, _, _ in group]
 
 
@@ -70,8 +78,8 @@ def test_a_correct_answer_in_another_style_gets_full_marks(corpus_grades, label,
     row = rows[f"corpus-{round_}"]
     assert row["device"] == ("simulator" if kernels.SIMULATOR else row["device"])
     style = corpus.answers()[label][round_][0]
-    assert row[label] == str(registry.EXERCISES[label].points), (
-        style, mutation_runs.section(feedback[f"corpus-{round_}"], label))
+    text = mutation_runs.section(feedback[f"corpus-{round_}"], label)
+    assert row[label] == str(registry.EXERCISES[label].points), (style, failed(text))
 
 
 @pytest.mark.gpu

@@ -175,3 +175,19 @@ def test_checker_reports_exceptions_in_plain_words():
 
     report = checks.saxpy(wrong_signature)
     assert not report.passed and "your code raised" in str(report)
+
+
+def test_every_grading_run_traces_several_blocks_on_every_axis(monkeypatch):
+    """Whatever a grading run's secret draws, the traced launch has two or more blocks on
+    each axis and two or more grid-stride rounds on each: a stride of one block's size
+    (on any one axis), or a race between rounds, shows in every run, not in most."""
+    from kernels.checks import core, gridstride
+
+    for secret in range(300):
+        monkeypatch.setattr(core, "SECRET", secret)
+        (blocks, threads), n = gridstride._traced_launch(core.rng(1))
+        assert blocks >= 2 and n >= 2 * blocks * threads, (secret, blocks, threads, n)
+        (blocks, threads), shape = gridstride._traced_launch_2d(core.rng(1))
+        assert min(blocks) >= 2, (secret, blocks)
+        assert all(s >= 2 * b * t for s in shape for b, t in zip(blocks, threads)), (
+            secret, blocks, threads, shape)

@@ -205,6 +205,7 @@ def test_a_round_of_mutants_gets_the_recorded_verdicts_again(sample_grades):
     """The checkers as they are now give the verdicts `make mutants` recorded (on a GPU:
     every mutant but the equivalent ones scores 0). MUTANTS_SAMPLE=r grades round r."""
     group, found = sample_grades
-    changed = {m.name: (expected_points(m.name), found[m.name]) for m in group
-               if expected_points(m.name) != found[m.name]["points"]}
+    changed = {m.name: (expected_points(m.name), found[m.name]["points"],
+                        found[m.name]["evidence"] or "no check failed")
+               for m in group if expected_points(m.name) != found[m.name]["points"]}
     assert not changed, changed

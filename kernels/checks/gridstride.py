@@ -34,7 +34,9 @@ def _traced_launch(rng):
 
 
 def _traced_launch_2d(rng):
-    blocks = (int(rng.integers(1, 3)), int(rng.integers(1, 3)))
+    """As _traced_launch, on both axes: two or more blocks on each (with one, a stride
+    of the block's size on that axis is the grid's, and its race never shows)."""
+    blocks = (int(rng.integers(2, 4)), int(rng.integers(2, 4)))
     threads = (int(rng.integers(2, 5)), int(rng.integers(2, 5)))
     grid = max(b * t for b, t in zip(blocks, threads))  # either axis may run along rows
     shape = (core.drawn_size(rng, 2 * grid + 1, 3 * grid, 4),
