@@ -189,6 +189,27 @@ def test_planted_bug_fails_its_checker(exercise):
     assert not report.passed, str(report)
 
 
+@pytest.mark.parametrize("end", ["low", "high"])
+def test_topk_cases_hold_more_values_than_it_returns(monkeypatch, end):
+    """Every size a grading run can draw (here its smallest and largest) asks for 10
+    values out of 10 or more: a drawn n of 4 expected 4 values, and a correct answer,
+    which returns 10, failed in one CI run out of a few dozen."""
+    from kernels.checks import core
+
+    def extreme(rng, low, high, block=32):
+        return low if end == "low" else high
+
+    monkeypatch.setattr(core, "drawn_size", extreme)
+    sizes = []
+
+    def recording(x, blocks):
+        sizes.append(len(x))
+        return np.sort(x)[::-1][:10]
+
+    checks.topk(recording)
+    assert sizes and min(sizes) >= 10, sizes
+
+
 def test_checker_reports_an_exception_in_plain_words():
     def unfinished(x, blocks):
         raise NotImplementedError("write me")

@@ -42,9 +42,9 @@ def _race(fn, x):
     return races.host(fn, (x, blocks), f"n={n}, blocks={blocks}")
 
 
-def _launches(rng):
-    """LAUNCHES and one of this run's own: (n, 2 blocks)."""
-    return LAUNCHES + ((core.drawn_size(rng, 2, 700), 2),)
+def _launches(rng, low=2):
+    """LAUNCHES and one of this run's own: (n >= low, 2 blocks)."""
+    return LAUNCHES + ((core.drawn_size(rng, low, 700), 2),)
 
 
 def mean_variance(fn):
@@ -118,7 +118,9 @@ def topk(fn):
     """Check fn(x, blocks) returns the 10 largest values of int32 x, largest first."""
     rng = core.rng(43)
     cases = []
-    for n, blocks in ((TOPK, 1),) + _launches(rng)[1:]:
+    # more values than the answer returns in every case but the first (n = TOPK): a
+    # drawn n below TOPK would ask for fewer values than the exercise's 10
+    for n, blocks in ((TOPK, 1),) + _launches(rng, low=TOPK + 1)[1:]:
         x = rng.integers(-2**31, 2**31, n, dtype=np.int64).astype(np.int32)
         cases.append((f"n={n:,}, random int32, blocks={blocks}", (x, blocks),
                       np.sort(x)[::-1][:TOPK]))
