@@ -62,6 +62,23 @@ def test_the_time_limit_is_said_as_given_with_its_split():
     assert f"what is left, at least {60 - share} s, to run it for the feedback's notes" in text
 
 
+def test_side_by_side_the_notes_run_has_the_whole_limit(monkeypatch):
+    text = runner.split(60, side_by_side=True)
+    assert f"up to {round(60 * runner.JUDGE_SHARE)} s ({runner.JUDGE_SHARE:.0%}) to check" in text
+    assert "on another core meanwhile, the whole limit to run it" in text
+
+
+@pytest.mark.parametrize("cores, jobs, box, side", [
+    (2, 1, True, True), (4, 2, True, True), (2, 2, True, False), (1, 1, True, False),
+    (8, 1, False, False)])
+def test_notes_run_beside_the_checks_only_in_a_sandbox_with_a_spare_core(
+        monkeypatch, cores, jobs, box, side):
+    """Without a sandbox the notebook's code could reach the answer processes (the same
+    user, the same process namespace): it runs only once the judge has finished."""
+    monkeypatch.setattr(runner.os, "sched_getaffinity", lambda pid: set(range(cores)))
+    assert runner.alongside(jobs, object() if box else None) is side
+
+
 def test_the_instructors_page_gives_the_split_the_runner_makes():
     page = (ROOT / "book" / "instructors.md").read_text()
     assert f"within {runner.JUDGE_SHARE:.0%} of the time" in page

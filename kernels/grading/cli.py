@@ -43,8 +43,10 @@ def grade(args, parser):
     if args.timeout < 10:
         parser.error(f"--timeout is the time for one whole notebook, at least 10 s; got "
                      f"{args.timeout:g}")
+    jobs = args.jobs or os.cpu_count() or 1
+    # side by side (runner.alongside), a notebook's two processes may peak at once
     memory = (size(args.max_memory, "--max-memory", parser) if args.max_memory else
-              sandbox.default_memory(args.jobs or os.cpu_count() or 1))
+              sandbox.default_memory(2 * jobs if runner.alongside(jobs, True) else jobs))
     limits = sandbox.Limits(args.max_processes, memory, size(args.max_disk, "--max-disk", parser))
     if limits.processes < 64:
         parser.error(f"--max-processes must be at least 64 (Python, NumPy and the "
@@ -64,14 +66,15 @@ def grade(args, parser):
     # only now, when grading starts: a command that failed leaves no empty folder behind
     out.mkdir(parents=True, exist_ok=True)
     print(f"grading {len(subs)} notebook{'s' if len(subs) > 1 else ''}, each within "
-          f"{runner.split(args.timeout)}", file=sys.stderr, flush=True)
+          f"{runner.split(args.timeout, runner.alongside(jobs, box))}", file=sys.stderr,
+          flush=True)
 
     def progress(o):
         print(f"{o.submission.name}: {o.total} of {o.possible} points"
               f"{f' ({len(o.notes)} notes)' if o.notes else ''}, {o.seconds:.0f} s",
               file=sys.stderr, flush=True)
 
-    outcomes = runner.grade_all(subs, args.jobs, args.timeout, progress, box)
+    outcomes = runner.grade_all(subs, jobs, args.timeout, progress, box)
     # Every worker, and every process it started, has ended: only now is the gradebook written.
     reports.write_grades(outcomes, out / "grades.csv")
     reports.write_feedback(outcomes, out / "feedback")

@@ -38,8 +38,10 @@ from kernels.checks import registry
 from kernels.grading import package, sandbox, submissions
 
 # Of the time limit, for checking the exercises; the notebook's run for notes then has
-# the rest. One after the other: two simulator processes on one core slow each other
-# far more than they take apart, and grade_all already keeps every core busy.
+# the rest. One after the other where cores are short: two simulator processes on one
+# core slow each other far more than they take apart. Side by side where every
+# notebook graded at once has a spare core (alongside) and each runs in a sandbox of its
+# own, which no process of the other can see.
 JUDGE_SHARE = 0.7
 MAX_CHANNEL_BYTES = 8 << 20
 PASSED_ENV = ("PATH", "LANG", "LC_ALL", "LD_LIBRARY_PATH", "CUDA_HOME", "CUDA_PATH",
@@ -56,9 +58,20 @@ JUDGE = ("import json, sys; sys.path[:] = json.loads(sys.argv[1]); "
          "from kernels.grading.judge import main; main()")
 
 
-def split(timeout):
+def alongside(jobs, box):
+    """Whether each notebook's run for notes goes beside its checking: in a sandbox (no
+    process of one sees the other's), with two cores or more for each of the `jobs`
+    notebooks graded at once."""
+    return box is not None and len(os.sched_getaffinity(0)) >= 2 * jobs
+
+
+def split(timeout, side_by_side=False):
     """How the time limit of one notebook is shared, said with the limit as given."""
     judge = timeout * JUDGE_SHARE
+    if side_by_side:
+        return (f"the time limit of {timeout:g} s per notebook (--timeout): up to "
+                f"{judge:.0f} s ({JUDGE_SHARE:.0%}) to check its exercises, and, on "
+                "another core meanwhile, the whole limit to run it for the feedback's notes")
     return (f"the time limit of {timeout:g} s per notebook (--timeout): up to {judge:.0f} "
             f"s ({JUDGE_SHARE:.0%}) to check its exercises, then what is left, at least "
             f"{timeout - judge:.0f} s, to run it for the feedback's notes")
@@ -155,20 +168,23 @@ def _read_channel(stream, nonce, messages, problems):
         messages.append(message)
 
 
-def run_worker(folder, seconds, box=None, timeout=None):
+def run_worker(folder, seconds, box=None, timeout=None, side_by_side=False):
     """Run the notebook in `folder` (kernels.grading.worker) within `seconds`: in `box`
     (a sandbox.Sandbox), or, with None, only in a process of its own. `timeout`: the
-    notebook's whole time limit, of which `seconds` is what is left for this run.
+    notebook's whole time limit, of which `seconds` is what is left for this run, which
+    goes beside the checking with `side_by_side`.
 
     Returns (messages, problems, how it ended: None if it exited by itself, else the
     reason it was stopped), once every process it started has ended."""
     nonce = secrets.token_hex(16)
     argv, job, cwd = student_process("worker", folder, box, os.path.join(folder, "scratch"))
     # said after "time limit": the limit as the instructor gave it, and this run's share
-    limit = (f"(the grader gives each notebook {timeout:g} s: up to "
+    limit = (f"of {seconds:.0f} s" if not timeout else
+             f"(the grader gives each notebook {timeout:g} s, and ran it for these notes "
+             "while it checked the exercises)" if side_by_side else
+             f"(the grader gives each notebook {timeout:g} s: up to "
              f"{timeout * JUDGE_SHARE:.0f} s to check its exercises, and what is left, here "
-             f"{seconds:.0f} s, to run it for these notes)" if timeout else
-             f"of {seconds:.0f} s")
+             f"{seconds:.0f} s, to run it for these notes)")
     job.update(nonce=nonce, seconds=seconds, limit=limit)
     read_end, write_end = os.pipe()
     job["fd"] = write_end
@@ -306,8 +322,10 @@ def _exit_reason(code, sandboxed=False):
     return f"it exited with status {code} before the grader had finished"
 
 
-def grade(submission, package_files, timeout, box=None):
-    """Grade one submission within `timeout` seconds in all: an Outcome, never an error."""
+def grade(submission, package_files, timeout, box=None, side_by_side=False):
+    """Grade one submission within `timeout` seconds in all: an Outcome, never an error.
+    With `side_by_side` (see alongside), the notebook runs for its notes while its
+    exercises are checked."""
     start = time.monotonic()
     outcome = Outcome(submission)
     try:
@@ -333,10 +351,13 @@ def grade(submission, package_files, timeout, box=None):
             os.makedirs(os.path.join(folder, "scratch"))
             os.chmod(os.path.join(folder, "scratch"), 0o1777)
         judge = start_judge(folder, labels, timeout * JUDGE_SHARE, box)
-        verdicts, judge_stopped = finish_judge(judge, timeout * JUDGE_SHARE + 2, timeout)
-        messages, problems, stopped = run_worker(
-            folder, max(timeout - (time.monotonic() - start), timeout * (1 - JUDGE_SHARE)),
-            box, timeout)
+        with concurrent.futures.ThreadPoolExecutor(1) as pool:
+            notes = pool.submit(run_worker, folder, timeout - (time.monotonic() - start),
+                                box, timeout, True) if side_by_side else None
+            verdicts, judge_stopped = finish_judge(judge, timeout * JUDGE_SHARE + 2, timeout)
+            messages, problems, stopped = notes.result() if notes else run_worker(
+                folder, max(timeout - (time.monotonic() - start),
+                            timeout * (1 - JUDGE_SHARE)), box, timeout)
     finally:
         shutil.rmtree(folder, ignore_errors=True)
     for m in messages:
@@ -374,10 +395,12 @@ def grade_all(subs, jobs=None, timeout=600.0, progress=None, box=None):
     """Outcomes of `subs`, in order, graded `jobs` at a time (default: the cores), each
     in `box` (a sandbox.Sandbox), or with None only in processes of their own."""
     files = package.files()  # read once: a notebook that rewrites them changes nothing
+    jobs = jobs or os.cpu_count() or 1
+    side_by_side = alongside(jobs, box)
 
     def one(sub):
         try:
-            outcome = grade(sub, files, timeout, box)
+            outcome = grade(sub, files, timeout, box, side_by_side)
         except Exception as err:  # the grader's own failure (a full disk): the rest go on
             outcome = Outcome(sub, notes=[f"Not graded: the grader failed on this notebook "
                                           f"({type(err).__name__}: {err}); grade it again"])
@@ -385,5 +408,5 @@ def grade_all(subs, jobs=None, timeout=600.0, progress=None, box=None):
             progress(outcome)
         return outcome
 
-    with concurrent.futures.ThreadPoolExecutor(jobs or os.cpu_count() or 1) as pool:
+    with concurrent.futures.ThreadPoolExecutor(jobs) as pool:
         return list(pool.map(one, subs))
