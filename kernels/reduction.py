@@ -3,7 +3,8 @@
 Versions (VERSIONS maps each name to its host function):
     sum_global_atomics     every thread adds every element straight into the output
     sum_shared_tree        per-thread partials, a shared-memory tree, one atomic per block
-    sum_unrolled           the same, with four independent loads in flight per thread
+    sum_unrolled           the same, its loop unrolled by hand: four independent loads
+                           per trip (NVVM unrolls sum_shared_tree's loop as far itself)
     sum_warp_shuffle       the block's tree done with warp shuffles (GPU only)
     minmax_shared_tree     minimum and maximum fused in one pass, one atomic each per block
     sum_last_block         sum_unrolled with eight loads in flight and one launch: blocks

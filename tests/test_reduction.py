@@ -224,6 +224,27 @@ def test_compiles_to_ptx():
     assert_compiles("reduction")
 
 
+def test_the_compiler_unrolls_the_simple_loop_as_far_as_the_hand_unrolled_one():
+    """reduction.md, Four loads in flight: "NVVM unrolls that grid-stride loop four times,
+    and its PTX (for compute capability 7.5 and 9.0 ...) issues four loads per trip, as
+    many as the hand-written loop's". The most global loads in one basic block of each
+    kernel's PTX: the loop's trip, unrolled or not."""
+    code = ("import re; from numba import cuda; from kernels import reduction as r\n"
+            "for cc in ((7, 5), (9, 0)):\n"
+            "    for name in ('sum_shared_tree_kernel', 'sum_unrolled_kernel'):\n"
+            "        ptx, _ = cuda.compile_ptx(getattr(r, name).py_func,\n"
+            "                                  'void(int32[::1], int64[::1])', cc=cc)\n"
+            "        blocks = re.split(r'^\\$L__BB\\d+_\\d+:', ptx, flags=re.M)\n"
+            "        print(cc[0], cc[1], name, max(b.count('ld.global') for b in blocks))\n")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          env=dict(os.environ, NUMBA_ENABLE_CUDASIM="0"), timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    found = {tuple(line.split()[:3]): int(line.split()[3]) for line in proc.stdout.splitlines()}
+    assert len(found) == 4, proc.stdout
+    for cc in (("7", "5"), ("9", "0")):
+        assert found[(*cc, "sum_shared_tree_kernel")] == found[(*cc, "sum_unrolled_kernel")] == 4
+
+
 def test_solutions_compile_to_ptx():
     code = ("import sys; from numba import cuda; from kernels.solutions import reduction as s\n"
             f"for name, sig in {SOLUTION_SIGNATURES!r}.items():\n"
