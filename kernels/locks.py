@@ -20,8 +20,10 @@ from kernels import SIMULATOR
 # and the longest honest wait (39,063 blocks queueing for one mutex) took 77,689 tries.
 # On the H100 that whole queue takes about a quarter of a second (mutex.contention in
 # book/_data/bench), less than 2**22 tries of 0.2 us. So a lock nobody releases is
-# reported within seconds. Simulated threads take turns on one core; a few thousand
-# tries cover any honest wait there.
+# reported within seconds by the blocks that are resident; a grid of many more blocks
+# than fit at once waits that long again for each wave of blocks that follows.
+# Simulated threads take turns on one core; a few thousand tries cover any honest
+# wait there.
 MAX_SPINS = 10_000 if SIMULATOR else 1 << 22
 
 
