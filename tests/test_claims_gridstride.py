@@ -12,7 +12,7 @@ from kernels import compare
 def test_gridstride_one_per_element_is_as_fast_as_anything():
     """gridstride.md: "for a plain vector add it is as fast as anything (see the timings
     below)"; "memory, not arithmetic, sets its speed, and both kernels reach the same
-    bandwidth"; summary: "both kernels run at most of the device's copy bandwidth"."""
+    bandwidth"; summary: "both kernels reach most of the device's copy bandwidth"."""
     vec = rec("gridstride.vector_add")
     one = vec.get("vector_add_one_per_element")
     for r in vec.rows():
