@@ -209,11 +209,13 @@ def test_atomics_wide_read_is_close_to_its_floor_and_a_call_costs_more_than_the_
 def test_atomics_blocks_matter_little_for_global_and_much_for_shared():
     """atomics.md: "For global atomics the number of blocks hardly matters once the GPU
     is full ... For the shared-memory version it matters a lot ... The best point sits
-    between the two, at a few blocks per SM"."""
+    between the two, at a few blocks per SM"; and the sweep's lead-in: "their times lie far
+    apart (the timings above), hence a panel and an axis for each"."""
     sweep = rec("histogram.blocks_sweep")
     glob = [med(r) for r in sweep.rows(name="histogram_global_atomics")]
     assert max(glob) / min(glob) < 1.05
     shared = sweep.rows(name="histogram_shared_atomics")
+    assert min(glob) > 10 * max(map(med, shared))
     assert max(map(med, shared)) / min(map(med, shared)) > 1.5
     best = min(shared, key=med)
     assert best["blocks_per_sm"] not in (min(r["blocks_per_sm"] for r in shared),
