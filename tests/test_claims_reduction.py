@@ -90,6 +90,24 @@ def test_reduction_neither_goal_was_reached():
     sums, minmax = rec("reduction.sum_int32"), rec("reduction.minmax_int32")
     assert 1e3 * min(med(r) for r in sums.rows(kind="kernel")) > 16.5
     assert 1e3 * min(med(r) for r in minmax.rows(kind="kernel")) > 17
+    # "... stay [glued] to [glued] µs above the floor": above it, never below
+    floor_ms = 40e6 / sums.limits["copy_gbps"] / 1e6 + sums.limits["kernel_ms"]
+    for result in (sums, minmax):
+        assert min(med(r) for r in result.rows(kind="kernel")) > floor_ms
+
+
+def test_reduction_fused_minmax_gbps_would_say_the_opposite_of_its_time():
+    """reduction.md: "The fused min/max ... reads the data once in [glued] µs, against
+    [glued] µs for `cupy.min` followed by `cupy.max`, which read it twice: [glued] on the
+    same problem (their GB/s would say the opposite, as CuPy's count twice the bytes)"."""
+    minmax = rec("reduction.minmax_int32")
+    best = min(minmax.rows(kind="kernel"), key=med)
+    cupy = minmax.rows(name="cupy.min + cupy.max")
+    if not cupy:
+        import pytest
+        pytest.skip("no CuPy in this recording")
+    assert compare.verdict(best, cupy[0]) == "faster"
+    assert cupy[0]["gbps"] > best["gbps"]
 
 
 def test_reduction_exhibits_wrong_in_every_run_and_at_zero():
