@@ -112,10 +112,10 @@ def settings(r):
 
 def comparable(rows, best):
     """The rows that ran `best`'s problem: equal in every setting both have (a peer
-    measured at n=4096 for a version at n=4096); all of them if none did."""
+    measured at n=4096 for a version at n=4096). None where every row differs: a peer
+    with its data on the host is no peer of a version with its data on the device."""
     mine = settings(best) if best is not None else {}
-    same = [r for r in rows if all(v == mine[k] for k, v in settings(r).items() if k in mine)]
-    return same or rows
+    return [r for r in rows if all(v == mine[k] for k, v in settings(r).items() if k in mine)]
 
 
 def _bandwidth(result, best):
@@ -307,7 +307,7 @@ def _who(ln):
 def _panel(ax, lines):
     # Times, not GB/s: every marker of a row is the time for the same problem, so
     # further right is slower whatever bytes each one counts. Log scale: a CPU peer
-    # and the GPU differ by 100x. Markers, not bars: a bar on a log axis has no start.
+    # and the GPU can differ by 100x. Markers, not bars: a bar on a log axis has no start.
     # Names go on a line of their own under each row's markers, where none can cover
     # another or a marker.
     for yy, ln in enumerate(lines):

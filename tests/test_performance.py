@@ -47,6 +47,10 @@ ROWS = {
     "minmax": [kernel("minmax_fused", 0.0215, gbps=40e6 / 0.0215 / 1e6),
                peer("cupy.min + cupy.max", 0.0366, gbps=80e6 / 0.0366 / 1e6),
                peer("cupy.min", 0.0207, gbps=40e6 / 0.0207 / 1e6, part="min only")],
+    # the best version's data was on the device; the only peer's was on the host
+    "travel": [kernel("sum, data on the device", 0.1, where="device"),
+               kernel("sum, data copied from the host", 1.0, where="host"),
+               peer("numpy.sum (CPU)", 5.0, where="host")],
     "contention": [kernel("one_counter", 3.0, counters=1), kernel("many", 0.5, counters=64),
                    {"name": "racy", "kind": "kernel", "wrong": 17}],
 }
@@ -165,6 +169,15 @@ def test_peers_and_floor_are_taken_at_the_best_versions_problem(bench_dir):
     assert ln.best["n"] == 4096 and [r["n"] for r in ln.peers] == [4096]
     assert ln.peer["tflops"] == 45.0 and ln.speedup == pytest.approx(0.4 / 1.0)
     assert ln.floor.ms == pytest.approx(6e12 * 1e-3 / 60e12 * 1e3 + 0.004)
+
+
+def test_a_peer_that_ran_another_problem_is_no_peer(bench_dir):
+    """A CPU sum of data on the host is not the same problem as a GPU sum of data
+    already on the device: no speed-up is computed from it (reduction.travel)."""
+    record(bench_dir, ["travel"])
+    ln = lines_by_name(performance.summary())["travel"]
+    assert ln.best["where"] == "device"
+    assert ln.peers == [] and ln.peer is None and ln.speedup is None
 
 
 def test_a_transfer_is_bounded_by_the_host_link(bench_dir):
