@@ -4,6 +4,8 @@ import os
 import pathlib
 import subprocess
 import sys
+import tempfile
+import time
 
 import numpy as np
 import pytest
@@ -37,6 +39,7 @@ def pytest_collection_modifyitems(config, items):
         if why:
             item.add_marker(pytest.mark.skip(reason=why))
     group_by_shared_fixtures(items)
+    items.sort(key=_needs_book)  # stable: the book's tests last (start_book_build)
 
 
 def group_by_shared_fixtures(items):
@@ -70,17 +73,64 @@ def rng():
     return np.random.default_rng(12345)
 
 
+# The book build runs the chapters: the longest single job of the suite. It starts in
+# the background as soon as collection knows a selected test needs it (once for all
+# xdist workers), and those tests run last, so both cores keep busy meanwhile.
+BUILD = """
+import pathlib, subprocess, sys
+folder = pathlib.Path(sys.argv[1])
+try:
+    proc = subprocess.run(sys.argv[2:], capture_output=True, text=True, timeout=1500)
+    log, rc = proc.stdout[-6000:] + "\\n" + proc.stderr[-6000:], proc.returncode
+except Exception as err:  # it ran past its time, or did not start
+    log, rc = repr(err), -1
+(folder / "log").write_text(log)
+(folder / "rc.part").write_text(str(rc))
+(folder / "rc.part").rename(folder / "rc")
+"""
+
+
+def _book_folder(config):
+    run = getattr(config, "workerinput", {}).get("testrunuid") or f"pid{os.getpid()}"
+    return pathlib.Path(tempfile.gettempdir()) / f"course-book-{run}"
+
+
+def _needs_book(item):
+    return "built_book" in getattr(item, "fixturenames", ())
+
+
+def start_book_build(config):
+    """Start the book build in the background unless a worker of this run has."""
+    folder = _book_folder(config)
+    try:
+        folder.mkdir()
+    except FileExistsError:
+        return folder
+    env = dict(os.environ, NUMBA_ENABLE_CUDASIM="1" if kernels.SIMULATOR else "0")
+    subprocess.Popen([sys.executable, "-c", BUILD, str(folder),
+                      str(pathlib.Path(sys.executable).parent / "jupyter-book"), "build",
+                      str(ROOT), "--path-output", str(folder / "out"), "--warningiserror",
+                      "--keep-going"], env=env, stdout=subprocess.DEVNULL,
+                     stderr=subprocess.DEVNULL)
+    return folder
+
+
+def pytest_collection_finish(session):
+    if not missing("jupyter_book") and any(map(_needs_book, session.items)):
+        start_book_build(session.config)
+
+
 @pytest.fixture(scope="session")
-def built_book(tmp_path_factory):
+def built_book(request):
     """The HTML book, built once per session with execution and warnings as errors."""
     why = missing("jupyter_book")
     if why:
         pytest.skip(why)
-    out = tmp_path_factory.mktemp("book")
-    env = dict(os.environ, NUMBA_ENABLE_CUDASIM="1" if kernels.SIMULATOR else "0")
-    proc = subprocess.run(
-        [str(pathlib.Path(sys.executable).parent / "jupyter-book"), "build", str(ROOT),
-         "--path-output", str(out), "--warningiserror", "--keep-going"],
-        capture_output=True, text=True, env=env, timeout=1200)
-    assert proc.returncode == 0, f"book build failed:\n{proc.stdout[-6000:]}\n{proc.stderr[-6000:]}"
-    return out / "_build" / "html"
+    rc = start_book_build(request.config) / "rc"
+    deadline = time.monotonic() + 1600
+    while not rc.exists():
+        assert time.monotonic() < deadline, "the book build did not finish in 1,600 s"
+        time.sleep(1)
+    log = (rc.parent / "log").read_text()
+    assert rc.read_text() == "0", f"book build failed:\n{log}"
+    return rc.parent / "out" / "_build" / "html"

@@ -1,6 +1,7 @@
 """The machinery checkers share: the guard band around outputs, the time limit, and the
 deferred checks of a notebook being graded."""
 
+import threading
 import time
 
 import numpy as np
@@ -203,11 +204,14 @@ def test_a_result_that_does_not_come_from_the_kernels_fails(monkeypatch):
                                 atol=1e-12)
         assert report.passed and len(report.cases) == 4, str(report)
 
+    done, waiting = threading.Event(), []
+
     def waits_for_its_kernel(x):
+        waiting.append(threading.current_thread())
         d_out = cuda.to_device(np.zeros(1))
         _partial_sums[(x.size + 31) // 32, 32](cuda.to_device(x), d_out)
-        end = time.monotonic() + 3  # (a test's bound: left behind, it launches nothing)
-        while time.monotonic() < end:  # until the kernel's total is there
+        end = time.monotonic() + 3  # (a test's bound)
+        while time.monotonic() < end and not done.is_set():  # until the total is there
             total = d_out.copy_to_host()[0]
             if total != 0:
                 return 2.0 * total
@@ -217,4 +221,9 @@ def test_a_result_that_does_not_come_from_the_kernels_fails(monkeypatch):
     monkeypatch.setattr(core, "UNLAUNCHED_LIMIT_S", 1.0)
     report = core.run_cases("doubled", cases, core.calling(waits_for_its_kernel),
                             rtol=1e-9, atol=1e-12)
+    # the thread left waiting copies from the device: a later test's trace would record
+    # its copies as that test's (on the legacy default stream)
+    done.set()
+    for thread in waiting:
+        thread.join(timeout=10)
     assert report.passed and report.hung, str(report)
