@@ -8,6 +8,15 @@ import sys
 HERE = pathlib.Path(__file__).resolve().parent
 
 
+def without_simulator(code):
+    """What Python `code` prints, run in a process where Numba targets a GPU (none need
+    be present: it compiles to PTX)."""
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          env=dict(os.environ, NUMBA_ENABLE_CUDASIM="0"), timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return proc.stdout
+
+
 def assert_compiles(topic):
     """Compile kernels.TOPIC for sm_75 and sm_90; return compile_ptx's report."""
     env = dict(os.environ, NUMBA_ENABLE_CUDASIM="0")
