@@ -1,8 +1,9 @@
 """The words that compare two recorded times, chosen by the numbers.
 
 Chapters glue these phrases into their prose and the claims tests
-(``tests/test_claims_<chapter>.py``, on every recording kept) assert the verdicts, so a sentence that says "faster" cannot sit beside numbers that say
-"slower": a re-recording that flips a comparison changes the word, or fails a test.
+(``tests/test_claims_<chapter>.py``, on every recording kept) assert the verdicts, so a
+sentence that says "faster" cannot sit beside numbers that say "slower": a
+re-recording that flips a comparison changes the word, or fails a test.
 
 * ``ms(x)``             a time in ms: a number, or a recorded row (its median GPU time)
 * ``bounds(x)``         the range a time is known to (a row's p10-p90 band)

@@ -4,7 +4,6 @@ import os
 import pathlib
 import subprocess
 import sys
-import tempfile
 import time
 
 import numpy as np
@@ -91,8 +90,10 @@ except Exception as err:  # it ran past its time, or did not start
 
 
 def _book_folder(config):
-    run = getattr(config, "workerinput", {}).get("testrunuid") or f"pid{os.getpid()}"
-    return pathlib.Path(tempfile.gettempdir()) / f"course-book-{run}"
+    """In this run's pytest folder, which every xdist worker shares (a worker's own is
+    popen-gwN inside it) and pytest removes after a few runs."""
+    base = config._tmp_path_factory.getbasetemp()
+    return (base.parent if hasattr(config, "workerinput") else base) / "book"
 
 
 def _needs_book(item):
