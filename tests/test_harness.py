@@ -90,3 +90,41 @@ def test_timing_hides_launch_overhead():
 
 def test_compiles_to_ptx():
     assert_compiles("harness")
+
+
+def _work(name, ts, dur, cat="kernel"):
+    return {"cat": cat, "name": name, "ts": ts, "dur": dur}
+
+
+def test_profiled_calls_are_split_at_idle_gaps_and_their_device_work_summed():
+    from kernels.harness import profiler
+    gap = profiler.GAP_US
+    events = [
+        _work("flush", 0, 50), _work("mine", 50 + gap, 10), _work("copy", 70 + gap, 5,
+                                                                  "gpu_memcpy"),
+        {"cat": "cpu_op", "name": "aten::sum", "ts": 60 + gap, "dur": 900},  # host: not counted
+        _work("flush", 3 * gap, 50), _work("mine", 4 * gap, 7, "gpu_memset"),
+        _work("mine", 4 * gap + 400, 8),  # a host wait inside the call: same call
+    ]
+    calls = profiler.split_calls(events, ignore=("flush",))
+    assert calls == pytest.approx([0.015, 0.015])
+    assert profiler.split_calls(events) == pytest.approx([0.050, 0.015, 0.050, 0.015])
+
+
+@pytest.mark.gpu
+def test_profiled_busy_time_is_the_kernels_and_below_the_event_time():
+    from numba import cuda
+
+    from kernels.harness import profiler
+    if profiler.unavailable():
+        pytest.skip(profiler.unavailable())
+    d = cuda.device_array(1 << 24, np.float32)
+
+    @cuda.jit
+    def fill(x):
+        for i in range(cuda.grid(1), x.size, cuda.gridsize(1)):
+            x[i] = 1.0
+
+    t = harness.time_gpu(lambda: fill[264, 256](d), repeats=10)
+    assert len(t.busy_ms) == 10
+    assert 0 < np.median(t.busy_ms) <= t.ms

@@ -5,6 +5,7 @@ from numba import cuda
 
 from kernels import gridstride as g
 from kernels import harness, size
+from kernels.benchmarks import optional
 from kernels.harness import benchmark, row
 
 SWEEP_BLOCKS_PER_SM = (1, 2, 4, 8, 16, 32, 64, 128)
@@ -18,14 +19,20 @@ def _vectors(n):
     return a, b, cuda.to_device(a), cuda.to_device(b), cuda.device_array(n, np.float32)
 
 
-def _cupy_add(a, b):
-    try:
-        import cupy
-    except ImportError:
-        return None
-    ca, cb = cupy.asarray(a), cupy.asarray(b)
-    out = cupy.empty_like(ca)
-    return harness.time_gpu(lambda: cupy.add(ca, cb, out=out))
+def _library_adds(a, b):
+    """{name: timing} of cupy.add and torch.add, for those installed."""
+    found = {}
+    if (cupy := optional("cupy")) is not None:
+        ca, cb = cupy.asarray(a), cupy.asarray(b)
+        out = cupy.empty_like(ca)
+        harness.check(cupy.add(ca, cb, out=out).get(), a + b, name="cupy.add")
+        found["cupy.add"] = harness.time_gpu(lambda: cupy.add(ca, cb, out=out))
+    if (torch := optional("torch")) is not None:
+        ta, tb = torch.as_tensor(a, device="cuda"), torch.as_tensor(b, device="cuda")
+        out = torch.empty_like(ta)
+        harness.check(torch.add(ta, tb, out=out).cpu().numpy(), a + b, name="torch.add")
+        found["torch.add"] = harness.time_gpu(lambda: torch.add(ta, tb, out=out))
+    return found
 
 
 @benchmark(g.vector_add_one_per_element, g.vector_add_one_per_element_kernel,
@@ -42,9 +49,8 @@ def vector_add():
     out = np.empty_like(a)
     t = harness.time_cpu(lambda: np.add(a, b, out=out))
     rows.append(row("numpy.add (CPU)", "peer", t, gbps=moved / t.ms / 1e6))
-    t = _cupy_add(a, b)
-    if t is not None:
-        rows.append(row("cupy.add", "peer", t, gbps=moved / t.ms / 1e6))
+    for name, t in _library_adds(a, b).items():
+        rows.append(row(name, "peer", t, gbps=moved / t.ms / 1e6))
     return {"description": f"out = a + b, {n:,} float32 (240 MB moved: larger than L2, "
                            "so every repeat reads from HBM)",
             "params": {"n": n, "dtype": "float32", "threads": THREADS,

@@ -17,6 +17,7 @@ from kernels import gridstride, harness, scratch, size, text
 from kernels import histogram as h
 from kernels import histogram_floors as hf
 from kernels import histogram_stages as hs
+from kernels.benchmarks import optional
 from kernels.harness import benchmark, row
 
 SWEEP_BLOCKS_PER_SM = (1, 2, 4, 8, 16, 32, 64)
@@ -57,6 +58,36 @@ def _time_versions(versions, d_data, expected, **fields):
     return rows
 
 
+BLOCKING = "CUDATimer per call (the call may synchronise)"
+
+
+def _library_peers(data):
+    """{name: call} of the GPU libraries' histograms of `data` (bytes, on the host or
+    the device) over the BINS byte values, as their users call them; each call returns
+    the counts on the device (see _host)."""
+    peers = {}
+    if (cupy := optional("cupy")) is not None:
+        c = cupy.asarray(data)
+        peers["cupy.histogram"] = lambda: cupy.histogram(c, bins=h.BINS,
+                                                         range=(-0.5, h.BINS - 0.5))[0]
+        peers["cupy.bincount"] = lambda: cupy.bincount(c, minlength=256)[:h.BINS]
+    if (torch := optional("torch")) is not None:
+        t = torch.as_tensor(np.asarray(data) if isinstance(data, np.ndarray) else
+                            data.copy_to_host(), device="cuda")
+        peers["torch.bincount"] = lambda: torch.bincount(t, minlength=256)[:h.BINS]
+        # histc counts floats: bins of width 1 centred on the byte values
+        peers["torch.histc"] = lambda: torch.histc(t.float(), bins=h.BINS, min=-0.5,
+                                                   max=h.BINS - 0.5)
+    return peers
+
+
+def _host(counts):
+    """A library's counts (CuPy array or PyTorch tensor) on the host, as int64 (torch.histc
+    counts in float32, exact below 2**24, beyond which the check would catch it)."""
+    counts = counts.get() if hasattr(counts, "get") else counts.cpu().numpy()
+    return counts.astype(np.int64)
+
+
 @benchmark(*ALL_VERSIONS, h.histogram_cpu_loop, hf.read_only, hf.read_only_kernel,
            hf.read_only_wide, hf.read_only_wide_kernel)
 def versions():
@@ -84,22 +115,10 @@ def versions():
         harness.check(fn(), expected, name=name)
         t = harness.time_cpu(fn, repeats=3 if "loop" in name else 10)
         rows.append(row(name, "peer", t, gbps=n / t.ms / 1e6))
-    try:
-        import cupy
-    except ImportError:
-        cupy = None
-    if cupy is not None:
-        c_data = cupy.asarray(data)
-        gpu_peers = {
-            "cupy.histogram": lambda: cupy.histogram(c_data, bins=h.BINS,
-                                                     range=(-0.5, h.BINS - 0.5))[0],
-            "cupy.bincount": lambda: cupy.bincount(c_data, minlength=256)[:h.BINS],
-        }
-        for name, fn in gpu_peers.items():
-            harness.check(cupy.asnumpy(fn()), expected, name=name)
-            t = harness.time_blocking(fn, cold=True)
-            rows.append(row(name, "peer", t, gbps=n / t.ms / 1e6,
-                            timed="CUDATimer per call (the call synchronises)"))
+    for name, fn in _library_peers(data).items():
+        harness.check(_host(fn()), expected, name=name)
+        t = harness.time_blocking(fn, cold=True)
+        rows.append(row(name, "peer", t, gbps=n / t.ms / 1e6, timed=BLOCKING))
     return {"description": _described(found, data),
             "params": {"bytes": n, "bins": h.BINS, "text_source": found.source,
                        "sm_count": gridstride.sm_count(),
@@ -179,10 +198,6 @@ def size_sweep():
     big = np.resize(data, SWEEP_BYTES[-1])  # the text over and over
     d_big = cuda.to_device(big)
     out = cuda.device_array(h.BINS, np.int64)
-    try:
-        import cupy
-    except ImportError:
-        cupy = None
     rows = []
     for n in SWEEP_BYTES:
         d_data = d_big[:n]
@@ -195,14 +210,12 @@ def size_sweep():
                 rows.append(row(name, "kernel", t, bytes=n, gbps=n / t.ms / 1e6))
         t = harness.time_gpu(lambda: hf.read_only_wide(d_data, out), cold=True)
         rows.append(row("read_only_wide", "limit", t, bytes=n, gbps=n / t.ms / 1e6))
-        if cupy is not None:
-            c_data = cupy.asarray(d_data)
-            harness.check(cupy.asnumpy(cupy.bincount(c_data, minlength=256)[:h.BINS]),
-                          expected, name="cupy.bincount")
-            t = harness.time_blocking(lambda: cupy.bincount(c_data, minlength=256)[:h.BINS],
-                                      cold=True, repeats=10)
-            rows.append(row("cupy.bincount", "peer", t, bytes=n, gbps=n / t.ms / 1e6,
-                            timed="CUDATimer per call (the call synchronises)"))
+        for name, fn in _library_peers(d_data).items():
+            if "bincount" in name:  # the faster library call of each
+                harness.check(_host(fn()), expected, name=f"{name}, {n:,} bytes")
+                t = harness.time_blocking(fn, cold=True, repeats=10)
+                rows.append(row(name, "peer", t, bytes=n, gbps=n / t.ms / 1e6,
+                                timed=BLOCKING))
     return {"description": _described(found, data).split(",")[0] + " repeated to each size "
                            "(64 KB to 512 MB), 128 bins; each version timed cold (L2 "
                            "flushed) and warm (the input left in L2 by the repeat before)",

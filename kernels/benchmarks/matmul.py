@@ -14,21 +14,34 @@ from numba import cuda  # noqa: E402
 from kernels import (device, float4, hardware, harness, matmul as mm,  # noqa: E402
                      matmul_fast as mf, size)
 from kernels.gridstride import sm_count  # noqa: E402
+from kernels.benchmarks import optional  # noqa: E402
 from kernels.harness import benchmark, row  # noqa: E402
 
 FLOAT32_ERROR = 1e-5  # relative error above this means something ran in lower precision
 
 
-def _cupy():
-    try:
-        import cupy
-    except ImportError:
-        return None
-    return cupy
-
 
 def _tflops(n, timing):
     return 2 * n**3 / timing.ms / 1e9
+
+
+def _torch_matmul(a, b, exact, n, peak=None):
+    """torch.matmul (cuBLAS as PyTorch calls it, TF32 off) as a peer row, or None."""
+    torch = optional("torch")
+    if torch is None:
+        return None
+    torch.backends.cuda.matmul.allow_tf32 = False  # full float32, as cupy.matmul here
+    ta, tb = torch.as_tensor(a, device="cuda"), torch.as_tensor(b, device="cuda")
+    tc = torch.empty((n, n), dtype=torch.float32, device="cuda")
+    torch.matmul(ta, tb, out=tc)
+    err = mm.relative_error(tc.cpu().numpy(), exact)
+    if err > FLOAT32_ERROR:
+        raise RuntimeError(f"torch.matmul's relative error is {err:.1e}: TF32 is on")
+    t = harness.time_gpu(lambda: torch.matmul(ta, tb, out=tc), repeats=10)
+    fields = dict(n=n, tflops=_tflops(n, t), rel_error=err)
+    if peak:
+        fields["pct_peak"] = 100 * fields["tflops"] / peak
+    return row("torch.matmul (cuBLAS)", "peer", t, **fields)
 
 
 # the best version at every size of the ladder: the one the sweep runs
@@ -52,7 +65,7 @@ FAST_COVERS = (mm.tile_row, mm.tile_col, mm.warp_position, mm.write_tile, mm._gr
            mf.fetch_tiles_unchecked, mf.fetch_tiles_until, *FAST_COVERS)
 def ladder():
     sizes = size("matmul_ladder")
-    cupy = _cupy()
+    cupy = optional("cupy")
     rng = np.random.default_rng(0)
     rows = []
     for n in sizes:
@@ -74,6 +87,8 @@ def ladder():
             rows.append(row("cupy.matmul (cuBLAS)", "peer", t, n=n, tflops=cublas_tflops,
                             rel_error=err, pct_cublas=100.0))
             del ca, cb, cc
+        if (torch_row := _torch_matmul(a, b, exact, n)) is not None:
+            rows.append(torch_row)
         da, db = cuda.to_device(a), cuda.to_device(b)
         dout = cuda.device_array((n, n), dtype=np.float32)
         for name, fn in {**mm.VERSIONS, **mf.VERSIONS}.items():
@@ -115,7 +130,7 @@ def ladder():
 def sweep():
     """SWEEP_VERSION and cuBLAS from n = 256 to 8192, against the float32 floor."""
     harness.require_gpu("the matmul sweep")
-    cupy = _cupy()
+    cupy = optional("cupy")
     dev = device()
     peak = hardware.fp32_peak_tflops(dev["sm_count"], dev["compute_capability"],
                                      dev["clock_khz"])
@@ -144,6 +159,8 @@ def sweep():
             rows.append(row("cupy.matmul (cuBLAS)", "peer", t, n=n, tflops=cublas_tflops,
                             rel_error=err, pct_peak=100 * cublas_tflops / peak))
             del ca, cb, cc
+        if (torch_row := _torch_matmul(a, b, exact, n, peak)) is not None:
+            rows.append(torch_row)
         dout = cuda.device_array((n, n), dtype=np.float32)
         dout[:] = np.nan
         got = fn(da, db, dout).copy_to_host()

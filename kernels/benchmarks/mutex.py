@@ -5,6 +5,7 @@ from numba import cuda
 
 from kernels import harness, locks, scratch, size
 from kernels import mutex as m
+from kernels.benchmarks import optional
 from kernels.gridstride import sm_count
 from kernels.harness import benchmark, row
 
@@ -71,18 +72,23 @@ def dot():
         whole = harness.time_cpu(lambda: fn(da, db, into=into, **launch).value(), repeats=20)
         rows.append(row(name, "kernel", t, gbps=moved / t.ms / 1e6,
                         value_ms=whole.ms, **launch))
-    try:
-        import cupy
-    except ImportError:
-        cupy = None
-    if cupy is not None:
+    # cuBLAS adds in an order of its own: the bound of our default launch is a
+    # yardstick for it, not a proof (the GPU tests print its error beside the bound).
+    peers = {}
+    if (cupy := optional("cupy")) is not None:
+        from cupy import cublas
+
         ca, cb = cupy.asarray(da), cupy.asarray(db)
-        # cuBLAS adds in an order of its own: the bound of our default launch is a
-        # yardstick for it, not a proof (the GPU tests print its error beside the bound).
-        harness.check(float(cupy.dot(ca, cb)), m.dot_reference(a, b), name="cupy.dot",
-                      rtol=0, atol=m.dot_tolerance(a, b))
-        t = harness.time_gpu(lambda: cupy.dot(ca, cb), cold=True)
-        rows.append(row("cupy.dot", "peer", t, gbps=moved / t.ms / 1e6))
+        peers["cupy.dot"] = lambda: cupy.dot(ca, cb)
+        peers["cupy.cublas.dot (cuBLAS sdot)"] = lambda: cublas.dot(ca, cb)
+    if (torch := optional("torch")) is not None:
+        ta, tb = torch.as_tensor(a, device="cuda"), torch.as_tensor(b, device="cuda")
+        peers["torch.dot"] = lambda: torch.dot(ta, tb)
+    for name, fn in peers.items():
+        harness.check(float(fn()), m.dot_reference(a, b), name=name, rtol=0,
+                      atol=m.dot_tolerance(a, b))
+        t = harness.time_gpu(fn, cold=True)
+        rows.append(row(name, "peer", t, gbps=moved / t.ms / 1e6))
     t = harness.time_cpu(lambda: np.dot(a, b), repeats=10)
     rows.append(row("numpy.dot (CPU)", "peer", t, gbps=moved / t.ms / 1e6))
     return {"description": f"a . b of {n:,} float32 ({moved / 1e6:.0f} MB read), L2 flushed "

@@ -11,6 +11,7 @@ from numba import cuda
 
 from kernels import harness, scratch, size
 from kernels import reduction as r
+from kernels.benchmarks import optional
 from kernels.harness import benchmark, row
 
 try:
@@ -23,13 +24,6 @@ except ModuleNotFoundError as err:  # the student edition has no solutions: no l
 SWEEP_BLOCKS_PER_SM = (1, 2, 4, 8, 16, 32)
 EXHIBIT_RUNS = 20
 
-
-def _cupy():
-    try:
-        import cupy
-    except ImportError:
-        return None
-    return cupy
 
 
 def _data(n, seed=0):
@@ -62,12 +56,19 @@ def sum_int32():
             rows.append(_timed(name, "kernel", lambda: fn(da, out), a.nbytes))
     t = harness.time_cpu(lambda: np.sum(a, dtype=np.int64), repeats=10)
     rows.append(row("numpy.sum (CPU)", "peer", t, gbps=a.nbytes / t.ms / 1e6))
-    cupy = _cupy()
+    cupy = optional("cupy")
     if cupy is not None:
         ca = cupy.asarray(a)
         harness.check(np.array([int(cupy.sum(ca, dtype=cupy.int64))]), expected,
                       name="cupy.sum")
         rows.append(_timed("cupy.sum", "peer", lambda: cupy.sum(ca, dtype=cupy.int64),
+                           a.nbytes))
+    torch = optional("torch")
+    if torch is not None:
+        ta = torch.as_tensor(a, device="cuda")
+        harness.check(np.array([int(torch.sum(ta, dtype=torch.int64))]), expected,
+                      name="torch.sum")
+        rows.append(_timed("torch.sum", "peer", lambda: torch.sum(ta, dtype=torch.int64),
                            a.nbytes))
     return {"description": f"sum of {n:,} int32 ({a.nbytes / 1e6:.0f} MB) into int64, data "
                            "on the device, L2 flushed before each repeat",
@@ -89,7 +90,7 @@ def minmax_int32():
         rows.append(_timed(name, "kernel", lambda: fn(da, out), a.nbytes))
     t = harness.time_cpu(lambda: (a.min(), a.max()), repeats=10)
     rows.append(row("numpy.min + numpy.max (CPU)", "peer", t, gbps=2 * a.nbytes / t.ms / 1e6))
-    cupy = _cupy()
+    cupy = optional("cupy")
     if cupy is not None:
         ca = cupy.asarray(a)
         harness.check(np.array([int(ca.min()), int(ca.max())]), r.minmax_reference(a),
@@ -101,6 +102,12 @@ def minmax_int32():
                            part="the max only"))
         rows.append(_timed("cupy.min + cupy.max", "peer",
                            lambda: (cupy.min(ca), cupy.max(ca)), 2 * a.nbytes))
+    torch = optional("torch")
+    if torch is not None:  # one pass for both, as minmax_last_block
+        ta = torch.as_tensor(a, device="cuda")
+        harness.check(np.array([int(v) for v in torch.aminmax(ta)]), r.minmax_reference(a),
+                      name="torch.aminmax")
+        rows.append(_timed("torch.aminmax", "peer", lambda: torch.aminmax(ta), a.nbytes))
     return {"description": f"min and max of {n:,} int32 ({a.nbytes / 1e6:.0f} MB), data on "
                            "the device, L2 flushed before each repeat; gbps counts the bytes "
                            "each does read (twice the array for two separate passes)",
@@ -238,7 +245,7 @@ def topk():
     rows = [_timed("topk (solution)", "kernel", on_device, a.nbytes)]
     t = harness.time_cpu(lambda: np.sort(np.partition(a, n - k)[n - k:])[::-1])
     rows.append(row("numpy.partition + sort (CPU)", "peer", t, gbps=a.nbytes / t.ms / 1e6))
-    cupy = _cupy()
+    cupy = optional("cupy")
     if cupy is not None:
         ca = cupy.asarray(a)
         harness.check(cupy.sort(cupy.partition(ca, n - k)[n - k:])[::-1].get(), expected,
@@ -266,7 +273,7 @@ def size_sweep():
     # the whole int32 range, drawn as int32 (a 1e9 int64 draw would take 8 GB)
     a = np.random.default_rng(2).integers(-2**31, 2**31, SWEEP_N[-1], dtype=np.int32)
     da, out = cuda.to_device(a), cuda.device_array(1, np.int64)
-    cupy = _cupy()
+    cupy = optional("cupy")
     rows = []
     for n in SWEEP_N:
         part = da[:n]

@@ -3,7 +3,9 @@
 ``time_gpu`` times a GPU callable after a warm-up, as the median and spread of repeats.
 The timed launches are queued behind a spin kernel, so the 11-28 us of host time a
 Numba launch costs is not in the GPU time; the end-to-end time (launch + run +
-synchronise, as a Python caller sees it) is reported beside it. ``cold=True`` flushes
+synchronise, as a Python caller sees it) is reported beside it, and so is the
+device-busy time from the profiler (kernels.harness.profiler): the one measure that
+is the same for a library call that synchronises inside. ``cold=True`` flushes
 the L2 cache before every repeat, for memory-bound kernels whose input would otherwise
 stay cached (the H100's L2 holds 50 MB). ``CUDATimer`` times one block in a chapter;
 ``measure_limits`` measures the copy bandwidths, the smallest kernel and the FP32 rate.
@@ -16,6 +18,7 @@ import numpy as np
 from numba import cuda, float32
 
 from kernels import SIMULATOR, device
+from kernels.harness import profiler
 
 
 @cuda.jit
@@ -98,19 +101,29 @@ def _stats(ms):
 
 @dataclasses.dataclass
 class Timing:
-    """GPU time (CUDA events) and end-to-end host time of repeated calls, in ms."""
+    """GPU time (CUDA events), end-to-end host time and, where the profiler runs,
+    device-busy time (kernels.harness.profiler) of repeated calls, in ms."""
 
     gpu_ms: list
     e2e_ms: list
     cold: bool
+    busy_ms: list | None = None
 
     @property
     def ms(self):
         return float(np.median(self.gpu_ms))
 
     def to_dict(self):
-        return {"time_ms": _stats(self.gpu_ms), "e2e_ms": _stats(self.e2e_ms),
-                "l2": "flushed before each repeat" if self.cold else "warm"}
+        d = {"time_ms": _stats(self.gpu_ms), "e2e_ms": _stats(self.e2e_ms),
+             "l2": "flushed before each repeat" if self.cold else "warm"}
+        if self.busy_ms is not None:
+            d["busy_ms"] = _stats(self.busy_ms)
+        return d
+
+
+def _busy(fn, repeats, cold):
+    return profiler.busy_times(fn, repeats=repeats, before=flush_l2 if cold else None,
+                               ignore=("_flush_kernel",))
 
 
 def require_gpu(what):
@@ -169,7 +182,7 @@ def time_gpu(fn, *, repeats=20, warmup=3, cold=False):
         fn()
         cuda.synchronize()
         e2e.append((time.perf_counter() - t) * 1e3)
-    return Timing(gpu, e2e, cold)
+    return Timing(gpu, e2e, cold, _busy(fn, repeats, cold))
 
 
 def time_blocking(fn, *, repeats=20, warmup=1, cold=False):
@@ -187,7 +200,7 @@ def time_blocking(fn, *, repeats=20, warmup=1, cold=False):
             fn()
         gpu.append(t.ms)
         e2e.append(t.e2e_ms)
-    return Timing(gpu, e2e, cold)
+    return Timing(gpu, e2e, cold, _busy(fn, repeats, cold))
 
 
 def time_cpu(fn, *, repeats=5, warmup=1):

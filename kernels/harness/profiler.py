@@ -1,0 +1,80 @@
+"""Device-busy time of a call from the profiler: the same measure for our kernels and
+for a library's, whatever the call does on the host.
+
+CUDA events around a call (``time_gpu``, ``time_blocking``) time what the GPU did
+between them, and a call that synchronises inside (``cupy.histogram`` reads a value
+back) leaves host gaps between its kernels in that interval: events then compare our
+GPU time with a peer's GPU-plus-host time. CUPTI, NVIDIA's profiling interface, records
+the start and end of every kernel, copy and memset the process runs, whichever
+library launched it. ``busy_times`` sums those per call: device-busy time, gaps left
+out, on both sides alike. It reads CUPTI through ``torch.profiler`` (PyTorch ships it
+and Colab has it); without PyTorch it returns None and says why.
+"""
+
+import json
+import os
+import tempfile
+import time
+
+import numpy as np
+from numba import cuda
+
+GAP_US = 1500  # idle time left between two profiled calls, so their records separate
+DEVICE_WORK = ("kernel", "gpu_memcpy", "gpu_memset")  # trace categories of device work
+
+
+def unavailable():
+    """Why busy_times cannot run here, or None."""
+    try:
+        import torch
+    except ImportError:
+        return "PyTorch, whose profiler reads CUPTI, is not installed"
+    if not torch.cuda.is_available():
+        return "PyTorch sees no CUDA device"
+    return None
+
+
+def split_calls(events, ignore=()):
+    """Per-call device-busy ms from Chrome-trace events of calls run one by one with
+    idle gaps of GAP_US between them: records of device work are grouped where the
+    device idled longer than half a gap, and each group's durations summed. Records
+    whose name contains a string of `ignore` (the L2 flush between calls) are dropped."""
+    work = sorted((e for e in events if e.get("cat") in DEVICE_WORK
+                   and not any(s in e.get("name", "") for s in ignore)),
+                  key=lambda e: e["ts"])
+    calls, end = [], None
+    for e in work:
+        if end is None or e["ts"] - end > GAP_US / 2:
+            calls.append(0.0)
+        calls[-1] += e["dur"] / 1e3
+        end = e["ts"] + e["dur"] if end is None else max(end, e["ts"] + e["dur"])
+    return calls
+
+
+def busy_times(fn, *, repeats, before=None, ignore=()):
+    """Device-busy ms of each of `repeats` calls of `fn()` (after `before()`, e.g. an L2
+    flush whose kernel `ignore` names), or None where the profiler is unavailable or
+    did not see every call (a call that launched nothing)."""
+    if unavailable():
+        return None
+    from torch.profiler import ProfilerActivity, profile
+
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        for _ in range(repeats):
+            if before is not None:
+                before()
+            cuda.synchronize()
+            time.sleep(GAP_US / 1e6)
+            fn()
+            cuda.synchronize()
+            time.sleep(GAP_US / 1e6)
+    fd, path = tempfile.mkstemp(suffix=".json")
+    os.close(fd)
+    try:
+        prof.export_chrome_trace(path)
+        with open(path) as f:
+            events = json.load(f).get("traceEvents", [])
+    finally:
+        os.unlink(path)
+    calls = split_calls(events, ignore)
+    return calls if len(calls) == repeats and np.all(np.isfinite(calls)) else None
