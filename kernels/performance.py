@@ -68,11 +68,25 @@ class Line:
     @property
     def speedup(self):
         """How many times faster the best version is than the fastest peer: the peer's
-        time over the version's, both for the same problem (never a ratio of GB/s,
-        which would credit a peer for bytes it need not have moved)."""
+        time over the version's, both for the same problem and measured alike (fair),
+        never a ratio of GB/s, which would credit a peer for bytes it need not have
+        moved."""
         if self.best is None or self.peer is None:
             return None
-        return ms(self.peer) / ms(self.best)
+        return speedup(self.best, self.peer)
+
+    @property
+    def measured(self):
+        """How the speed-up's two times were measured (see fair)."""
+        return None if self.best is None or self.peer is None else fair(self.best, self.peer)[2]
+
+    @property
+    def e2e_speedup(self):
+        """The same ratio end to end: each call as a Python caller waits for it."""
+        if self.best is None or self.peer is None or not all(
+                "e2e_ms" in r for r in (self.best, self.peer)):
+            return None
+        return self.peer["e2e_ms"]["median"] / self.best["e2e_ms"]["median"]
 
     @property
     def over_floor(self):
@@ -92,6 +106,26 @@ class Summary:
 def ms(r):
     """A row's median GPU time in ms."""
     return r["time_ms"]["median"]
+
+
+BUSY = "device-busy"  # fair's name for the profiler's measure
+EVENTS = "events"
+
+
+def fair(a, b):
+    """(ms of a, ms of b, how): two rows' median times measured alike. The device-busy
+    time from the profiler where both have it: a library call that synchronises inside
+    then counts its device work only, as ours does, where CUDA events would count its
+    host gaps too. Else the CUDA-event time (a CPU peer's is its wall clock)."""
+    if "busy_ms" in a and "busy_ms" in b:
+        return a["busy_ms"]["median"], b["busy_ms"]["median"], BUSY
+    return ms(a), ms(b), EVENTS
+
+
+def speedup(best, peer):
+    """The peer's time over the best version's, measured alike (fair)."""
+    mine, theirs, _ = fair(best, peer)
+    return theirs / mine
 
 
 def _fastest(rows, metric):
@@ -194,8 +228,11 @@ def line(result):
     kernels = result.rows("kernel")
     metric = next((m for m in METRICS if any(m in r for r in kernels)), None)
     best = _fastest(kernels, metric)
-    peers = [r for r in comparable(result.rows("peer"), best) if PART not in r]
-    return Line(result, metric, best, peers, _fastest(peers, None), _floor(result, best))
+    peers = [r for r in comparable(result.rows("peer"), best)
+             if PART not in r and "time_ms" in r]
+    # the fastest peer by the fair ratio: a GPU peer's device-busy time against ours
+    peer = min(peers, key=lambda r: speedup(best, r), default=None) if best else None
+    return Line(result, metric, best, peers, peer, _floor(result, best))
 
 
 def summary():
@@ -239,8 +276,16 @@ def table(lines):
             best = ("no version row", "-")
         else:
             best = (label(ln.best), f"{_fmt_ms(ms(ln.best))} ({_fmt(ln.value(ln.best), ln.unit)})")
-        peer = "-" if ln.peer is None else f"{label(ln.peer)}: {_fmt_ms(ms(ln.peer))}"
-        speedup = "-" if ln.speedup is None else f"{ln.speedup:,.2f}x"
+        if ln.peer is None:
+            peer = speedup = "-"
+        else:
+            mine, theirs, how = fair(ln.best, ln.peer)
+            peer = f"{label(ln.peer)}: {_fmt_ms(theirs)}"
+            speedup = f"{ln.speedup:,.2f}x"
+            if how == BUSY:  # the version's own device-busy time beside it
+                peer += f" (ours {_fmt_ms(mine)}, device-busy)"
+            if ln.e2e_speedup is not None:
+                speedup += f"<br>{ln.e2e_speedup:,.2f}x end to end"
         floor = "-" if ln.floor is None else _fmt_ms(ln.floor.ms)
         over = "-" if ln.over_floor is None else f"{ln.over_floor:,.2f}x"
         out.append(f"| {name}<br>{best[0]} | {best[1]} | {over} | {floor} | {peer} "
@@ -300,7 +345,8 @@ def _who(ln):
     """The row's line of words: its best version and its fastest peer, by how much."""
     text = f"best: {ln.best['name']}"
     if ln.peer is not None:
-        text += f"; fastest peer: {ln.peer['name']} takes {ln.speedup:,.1f}x as long"
+        text += (f"; fastest peer: {ln.peer['name']} takes {ln.speedup:,.1f}x as long"
+                 + (" (device-busy)" if ln.measured == BUSY else ""))
     return text
 
 

@@ -109,6 +109,7 @@ def test_profiled_calls_are_split_at_idle_gaps_and_their_device_work_summed():
     calls = profiler.split_calls(events, ignore=("flush",))
     assert calls == pytest.approx([0.015, 0.015])
     assert profiler.split_calls(events) == pytest.approx([0.050, 0.015, 0.050, 0.015])
+    assert profiler.kernel_names(events, ignore=("flush",)) == ["mine"]
 
 
 @pytest.mark.gpu
@@ -126,5 +127,7 @@ def test_profiled_busy_time_is_the_kernels_and_below_the_event_time():
             x[i] = 1.0
 
     t = harness.time_gpu(lambda: fill[264, 256](d), repeats=10)
-    assert len(t.busy_ms) == 10
-    assert 0 < np.median(t.busy_ms) <= t.ms
+    busy, kernels = t.busy
+    assert len(busy) == 10
+    assert 0 < np.median(busy) <= t.ms
+    assert len(kernels) == 1 and "fill" in kernels[0], kernels

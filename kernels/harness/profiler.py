@@ -19,8 +19,12 @@ import time
 import numpy as np
 from numba import cuda
 
+# Kineto's teardown of CUPTI after each profile crashed the process at exit beside Numba
+# (double free, on the lent H100, CUDA 13): leave CUPTI set up until the process ends.
+os.environ.setdefault("TEARDOWN_CUPTI", "0")
 GAP_US = 1500  # idle time left between two profiled calls, so their records separate
 DEVICE_WORK = ("kernel", "gpu_memcpy", "gpu_memset")  # trace categories of device work
+NAME_CHARS = 70
 
 
 def unavailable():
@@ -51,10 +55,19 @@ def split_calls(events, ignore=()):
     return calls
 
 
+def kernel_names(events, ignore=()):
+    """The distinct kernels of the trace, in order of first launch, each name cut to
+    NAME_CHARS (a C++ template's name runs to hundreds): what the library ran."""
+    names = [e["name"][:NAME_CHARS] for e in sorted(events, key=lambda e: e.get("ts", 0))
+             if e.get("cat") == "kernel" and not any(s in e.get("name", "") for s in ignore)]
+    return list(dict.fromkeys(names))
+
+
 def busy_times(fn, *, repeats, before=None, ignore=()):
-    """Device-busy ms of each of `repeats` calls of `fn()` (after `before()`, e.g. an L2
-    flush whose kernel `ignore` names), or None where the profiler is unavailable or
-    did not see every call (a call that launched nothing)."""
+    """(device-busy ms of each of `repeats` calls of `fn()`, the kernels they ran), each
+    call after `before()` (e.g. an L2 flush whose kernel `ignore` names); or None where
+    the profiler is unavailable or did not see every call (a call that launched
+    nothing)."""
     if unavailable():
         return None
     from torch.profiler import ProfilerActivity, profile
@@ -77,4 +90,6 @@ def busy_times(fn, *, repeats, before=None, ignore=()):
     finally:
         os.unlink(path)
     calls = split_calls(events, ignore)
-    return calls if len(calls) == repeats and np.all(np.isfinite(calls)) else None
+    if len(calls) != repeats or not np.all(np.isfinite(calls)):
+        return None
+    return calls, kernel_names(events, ignore)

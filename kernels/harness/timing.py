@@ -107,7 +107,7 @@ class Timing:
     gpu_ms: list
     e2e_ms: list
     cold: bool
-    busy_ms: list | None = None
+    busy: tuple | None = None  # (device-busy ms per call, kernels run), from the profiler
 
     @property
     def ms(self):
@@ -116,8 +116,9 @@ class Timing:
     def to_dict(self):
         d = {"time_ms": _stats(self.gpu_ms), "e2e_ms": _stats(self.e2e_ms),
              "l2": "flushed before each repeat" if self.cold else "warm"}
-        if self.busy_ms is not None:
-            d["busy_ms"] = _stats(self.busy_ms)
+        if self.busy is not None:
+            d["busy_ms"] = _stats(self.busy[0])
+            d["kernels"] = self.busy[1]
         return d
 
 
