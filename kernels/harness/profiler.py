@@ -9,6 +9,13 @@ the start and end of every kernel, copy and memset the process runs, whichever
 library launched it. ``busy_times`` sums those per call: device-busy time, gaps left
 out, on both sides alike. It reads CUPTI through ``torch.profiler`` (PyTorch ships it
 and Colab has it); without PyTorch it returns None and says why.
+
+It runs only where ``ENABLED`` is set: in ``python -m kernels bench``, whose recordings
+the book reads. A process that profiled beside Numba crashed at exit, after its work,
+in about one run of three (double free, on the lent H100 and H200, CUDA 13, with or
+without Kineto's CUPTI teardown), so the bench command leaves by ``os._exit`` once
+its recording is written, and chapters timing live do not profile (their rows compare
+by CUDA events, and say so).
 """
 
 import json
@@ -19,9 +26,7 @@ import time
 import numpy as np
 from numba import cuda
 
-# Kineto's teardown of CUPTI after each profile crashed the process at exit beside Numba
-# (double free, on the lent H100, CUDA 13): leave CUPTI set up until the process ends.
-os.environ.setdefault("TEARDOWN_CUPTI", "0")
+ENABLED = False  # set by the bench command (see above)
 GAP_US = 1500  # idle time left between two profiled calls, so their records separate
 DEVICE_WORK = ("kernel", "gpu_memcpy", "gpu_memset")  # trace categories of device work
 NAME_CHARS = 70
@@ -29,6 +34,8 @@ NAME_CHARS = 70
 
 def unavailable():
     """Why busy_times cannot run here, or None."""
+    if not ENABLED:
+        return "profiling is on in `python -m kernels bench` only"
     try:
         import torch
     except ImportError:
