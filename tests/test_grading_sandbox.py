@@ -30,8 +30,8 @@ BACKSTOP_S = 300  # the time limit per notebook where every notebook ends by its
 # Where the time limit ends the notebook: the worker gets at least 30% of it, plus 5 s to
 # start, to reach the notebook's third cell (about 3 s on a quiet machine), and the judge
 # the rest to pass its SAXPY (30 s failed once on a GPU host running 14 test workers).
-# This run goes beside the other one, which takes longer, so a roomy limit costs nothing.
-TIMEOUT_S = 90
+# This run goes beside the other one (about 40 s on 2 cores): a longer limit adds to it.
+TIMEOUT_S = 45
 ENDED_BY_THE_TIME_LIMIT = ("detached-and-stuck",)
 
 
