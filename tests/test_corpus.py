@@ -1,7 +1,7 @@
 """Correct answers in other styles (tests/corpus) get full marks from the real grader.
 
-Three notebooks, one per round of the corpus, each answering all 22 exercises, are
-graded as students' notebooks on the simulator (and, marked gpu, on a GPU). A correct
+Each round of the corpus (the r-th answer of every exercise) is graded as students'
+notebooks, in two halves on the simulator (and, marked gpu, on a GPU). A correct
 answer that scores 0 is a defect of a checker, the tracer or the judge: it is listed in
 REJECTED with why, and fails (strict xfail) once it is fixed, so that the entry goes.
 """
@@ -36,10 +36,28 @@ def failed(text):
 CASES = [(label, r) for r, group in enumerate(corpus.rounds()) for label, _, _ in group]
 
 
+PARTS = 2  # notebooks per round: six notebooks keep two grading jobs busy, three did not
+
+
 def graded(folder):
-    paths = [planted.write(corpus.notebook(group), folder / f"corpus-{r}.ipynb")
-             for r, group in enumerate(corpus.rounds())]
-    return mutation_runs.run_grader(paths, folder / "out", jobs=2, timeout=600)
+    """({"corpus-<round>": row}, {"corpus-<round>": feedback}): each round graded as
+    PARTS notebooks, their rows and feedback joined."""
+    paths, labels = {}, {}
+    for r, group in enumerate(corpus.rounds()):
+        for p in range(PARTS):
+            part = group[p::PARTS]
+            labels[r, p] = [label for label, _, _ in part]
+            paths[r, p] = planted.write(corpus.notebook(part), folder / f"corpus-{r}-{p}.ipynb")
+    rows, feedback = mutation_runs.run_grader(list(paths.values()), folder / "out", jobs=2,
+                                              timeout=600)
+    joined_rows, joined_feedback = {}, {}
+    for (r, p), path in paths.items():
+        row = rows[path.stem]  # a column of each exercise of its chapters: keep its own
+        joined_rows.setdefault(f"corpus-{r}", {"device": row["device"]}).update(
+            {label: row[label] for label in labels[r, p]})
+        joined_feedback[f"corpus-{r}"] = (joined_feedback.get(f"corpus-{r}", "")
+                                          + feedback[path.stem])
+    return joined_rows, joined_feedback
 
 
 @pytest.fixture(scope="module")
