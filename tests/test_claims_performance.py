@@ -53,14 +53,16 @@ def test_performance_a_cpu_peer_and_the_gpu_differ_a_hundredfold():
 
 
 def test_performance_histogram_sweep_l2_helps_little():
-    """performance.md: "The input left in L2 helps at most ... times ...: little, since the
-    texts that fit in L2 are small enough for the fixed cost per call to be most of their
-    time" (the 512 MB sentence that follows is chosen by the recording)."""
+    """performance.md: "The input left in L2 helps at most ... times (at ...), no more,
+    since the texts that fit in L2 are small enough for the fixed cost per call to be
+    most of their time" (the gain is glued; the 512 MB sentence that follows is chosen by
+    the recording). No verdict word on the gain itself: 1.2x to 1.3x across the runs
+    and their noise, on either side of any line between "little" and "some"."""
     from kernels import sweeps
     rec("histogram.size_sweep")
     sweep = sweeps.load("histogram.size_sweep")
     f = sweeps.facts(sweep)
-    assert f["l2_gain"] < 1.25
+    assert f["l2_gain"] < 2
     best = sweep.series[f["best"]]
     at_l2 = dict(zip(best[1], best[2]))[f["l2_size"]]
     assert f["small_us"] / 1e3 > 0.5 * at_l2
