@@ -5,6 +5,7 @@ from numba import cuda
 
 from kernels import harness, locks, scratch, size
 from kernels import mutex as m
+from kernels import reduction_floors as rf
 from kernels.benchmarks import optional
 from kernels.gridstride import sm_count
 from kernels.harness import benchmark, row
@@ -58,7 +59,7 @@ def lock_cost():
 
 
 @benchmark(*LOCKED, *DOTS, m.dot_last_block, m.dot_last_block_kernel, scratch.buffer,
-           scratch.is_last_block)
+           scratch.is_last_block, rf.read_only, rf.read_two_kernel)
 def dot():
     a, b, da, db = _dot_inputs()
     n, sms = a.size, sm_count()
@@ -89,6 +90,12 @@ def dot():
                       atol=m.dot_tolerance(a, b))
         t = harness.time_gpu(fn, cold=True)
         rows.append(row(name, "peer", t, gbps=moved / t.ms / 1e6))
+    blocks, threads = _dot_launch("dot_partial", sms)  # the launch of the fast versions
+    out = cuda.device_array(1, np.int32)
+    t = harness.time_gpu(lambda: rf.read_only(da, db, out=out, blocks=blocks,
+                                              threads=threads), cold=True)
+    rows.append(row("read_only (read a and b, compute nothing)", "limit", t,
+                    gbps=moved / t.ms / 1e6, blocks=blocks, threads=threads))
     t = harness.time_cpu(lambda: np.dot(a, b), repeats=10)
     rows.append(row("numpy.dot (CPU)", "peer", t, gbps=moved / t.ms / 1e6))
     return {"description": f"a . b of {n:,} float32 ({moved / 1e6:.0f} MB read), L2 flushed "

@@ -11,6 +11,7 @@ from numba import cuda
 
 from kernels import harness, scratch, size
 from kernels import reduction as r
+from kernels import reduction_floors as rf
 from kernels.benchmarks import optional
 from kernels.harness import benchmark, row
 
@@ -37,10 +38,22 @@ def _timed(name, kind, fn, nbytes, **fields):
     return row(name, kind, t, gbps=nbytes / t.ms / 1e6, **fields)
 
 
+READ_ONLY = "read_only (read the array, compute nothing)"
+
+
+def _read_only(da, nbytes):
+    """The floor row: da read with the versions' default launch, nothing computed."""
+    out = cuda.device_array(1, np.int32)
+    return _timed(READ_ONLY, "limit",
+                  lambda: rf.read_only(da, out=out, blocks=r.default_blocks(),
+                                       threads=r.THREADS), nbytes,
+                  blocks=r.default_blocks(), threads=r.THREADS)
+
+
 @benchmark(r.zero_kernel, r._args, r._sum, r.default_blocks, *r.SUM_VERSIONS.values(),
            r.sum_global_atomics_kernel, r.sum_shared_tree_kernel, r.sum_unrolled_kernel,
            r.sum_warp_shuffle_kernel, r.sum_last_block_kernel, scratch.buffer,
-           scratch.is_last_block)
+           scratch.is_last_block, rf.read_only, rf.read_one_kernel)
 def sum_int32():
     n = size("reduction")
     a = _data(n)
@@ -54,6 +67,7 @@ def sum_int32():
             rows.append(row(name, "kernel", t, gbps=a.nbytes / t.ms / 1e6))
         else:
             rows.append(_timed(name, "kernel", lambda: fn(da, out), a.nbytes))
+    rows.append(_read_only(da, a.nbytes))
     t = harness.time_cpu(lambda: np.sum(a, dtype=np.int64), repeats=10)
     rows.append(row("numpy.sum (CPU)", "peer", t, gbps=a.nbytes / t.ms / 1e6))
     cupy = optional("cupy")
@@ -79,7 +93,8 @@ def sum_int32():
 
 @benchmark(r.first_element_kernel, r._args, r._minmax, r.default_blocks,
            *r.MINMAX_VERSIONS.values(), r.minmax_shared_tree_kernel,
-           r.minmax_last_block_kernel, scratch.buffer, scratch.is_last_block)
+           r.minmax_last_block_kernel, scratch.buffer, scratch.is_last_block, rf.read_only,
+           rf.read_one_kernel)
 def minmax_int32():
     n = size("reduction")
     a = _data(n, seed=1)
@@ -88,6 +103,7 @@ def minmax_int32():
     for name, fn in r.MINMAX_VERSIONS.items():
         harness.check(fn(da, out), r.minmax_reference(a), name=name)
         rows.append(_timed(name, "kernel", lambda: fn(da, out), a.nbytes))
+    rows.append(_read_only(da, a.nbytes))
     t = harness.time_cpu(lambda: (a.min(), a.max()), repeats=10)
     rows.append(row("numpy.min + numpy.max (CPU)", "peer", t, gbps=2 * a.nbytes / t.ms / 1e6))
     cupy = optional("cupy")
