@@ -135,22 +135,35 @@ def test_correct_answers_pass_their_race_case(planted_grades):
         assert "PASS  no race between threads, blocks or streams, traced at" in part, part
 
 
+# The notebooks that wait for a time limit, asleep: graded in a run of their own beside
+# the others, so their waits overlap the others' work instead of following it.
+WAIT_FOR_A_LIMIT = ("infinite-loop", "deadlocked-kernel")
+
+
 def grade_hostile(folder):
+    """({name: row}, {name: feedback}, Gradescope's results.json, the names it covers):
+    two runs at once, --jobs 1 each (the notes run beside the judge, as for one upload)."""
     core = ROOT / "kernels" / "checks" / "core.py"
     before = hashlib.sha256(core.read_bytes()).hexdigest()
-    paths = []
+    paths = {"rest": [], "waits": []}
     for name, (nb, _, _) in {**hostile.CASES, **cheats.CASES}.items():
-        path = folder / "in" / f"{name}.ipynb"
+        run = "waits" if name in WAIT_FOR_A_LIMIT else "rest"
+        path = folder / run / f"{name}.ipynb"
         path.parent.mkdir(exist_ok=True)
         path.write_text(nb if isinstance(nb, str) else json.dumps(nb))
-        paths.append(path)
-    book = folder / "in" / "book-gridstride.ipynb"
+        paths[run].append(path)
+    book = folder / "rest" / "book-gridstride.ipynb"
     book.write_bytes((ROOT / "book" / "gridstride.ipynb").read_bytes())
-    out = folder / "out"
-    result = grade(paths + [book], out, "--jobs", "1", "--gradescope",
-                   "--timeout", str(HOSTILE_TIMEOUT_S))
+    paths["rest"].append(book)
+    with concurrent.futures.ThreadPoolExecutor(2) as pool:
+        runs = {run: pool.submit(grade, found, folder / f"out-{run}", "--jobs", "1",
+                                 "--gradescope", "--timeout", str(HOSTILE_TIMEOUT_S))
+                for run, found in paths.items()}
+        (rows, feedback), (waits_rows, waits_feedback) = (runs["rest"].result(),
+                                                          runs["waits"].result())
     assert hashlib.sha256(core.read_bytes()).hexdigest() == before  # the grader's own files
-    return (*result, json.loads((out / "results.json").read_text()))
+    results = json.loads((folder / "out-rest" / "results.json").read_text())
+    return {**rows, **waits_rows}, {**feedback, **waits_feedback}, results, set(rows)
 
 
 @pytest.fixture(scope="module")
@@ -160,7 +173,7 @@ def hostile_grades(grading_runs):
 
 @pytest.mark.parametrize("name", list(hostile.CASES))
 def test_broken_and_hostile_notebooks_are_contained(hostile_grades, name):
-    rows, feedback, _ = hostile_grades
+    rows, feedback, *_ = hostile_grades
     _, points, lines = hostile.CASES[name]
     assert rows[name]["total"] == str(points), feedback[name]
     for line in lines:
@@ -180,7 +193,7 @@ def check_cheat(rows, feedback, name):
 
 @pytest.mark.parametrize("name", list(cheats.CASES))
 def test_a_cheat_earns_nothing_for_its_exercise(hostile_grades, name):
-    rows, feedback, _ = hostile_grades
+    rows, feedback, *_ = hostile_grades
     check_cheat(rows, feedback, name)
 
 
@@ -188,7 +201,7 @@ def test_a_kernel_is_checked_only_when_its_definition_runs_no_code_of_the_studen
         hostile_grades):
     """A kernel made by a decorator of the student's (where every kernel trick sits)
     is not run: it fails, and the row is flagged for the instructor."""
-    rows, feedback, _ = hostile_grades
+    rows, feedback, *_ = hostile_grades
     for name in cheats.KERNEL_TRICKS:
         text = feedback[name]
         assert "Not graded automatically: " in section(text, "gridstride-ex-reverse"), text
@@ -199,7 +212,7 @@ def test_a_kernel_is_checked_only_when_its_definition_runs_no_code_of_the_studen
 def test_a_kernel_that_only_python_can_run_fails_on_the_simulator(hostile_grades):
     """The simulator runs a kernel's body as Python; the grader first compiles it for a
     GPU, so a body that a GPU cannot run (NumPy on the host, frames) fails there."""
-    rows, feedback, _ = hostile_grades
+    rows, feedback, *_ = hostile_grades
     for name in cheats.KERNEL_BODIES:
         text = feedback[name]
         if kernels.SIMULATOR:
@@ -208,7 +221,7 @@ def test_a_kernel_that_only_python_can_run_fails_on_the_simulator(hostile_grades
 
 
 def test_answers_that_use_introspection_are_flagged_for_review(hostile_grades):
-    _, feedback, _ = hostile_grades
+    _, feedback, *_ = hostile_grades
     text = feedback["reads-expected-from-the-checkers-frame"]
     assert "to review: its code uses _current_frames, f_back, f_locals" in text, text
 
@@ -225,7 +238,7 @@ def test_cheats_on_gpu(tmp_path):
 
 
 def test_an_unsolved_chapter_notebook_earns_nothing(hostile_grades):
-    rows, feedback, _ = hostile_grades
+    rows, feedback, *_ = hostile_grades
     row = rows["book-gridstride"]
     assert (row["chapters"], row["total"], row["possible"]) == ("gridstride", "0", "6")
     assert "reduction-ex-argmax" not in feedback["book-gridstride"]  # other chapters: not graded
@@ -234,7 +247,8 @@ def test_an_unsolved_chapter_notebook_earns_nothing(hostile_grades):
 
 
 def test_gradescope_results_follow_its_format(hostile_grades):
-    rows, _, results = hostile_grades
+    rows, _, results, covered = hostile_grades
+    rows = {name: row for name, row in rows.items() if name in covered}
     assert results["score"] == sum(int(r["total"]) for r in rows.values())
     graded = [r for r in rows.values() if r["chapters"]]
     assert len(results["tests"]) == sum(len(r["chapters"].split()) * (
