@@ -14,6 +14,18 @@ re-recording that flips a comparison changes the word, or fails a test.
                         "about as fast as NumPy", "3% slower ..." (`than` optional)
 * ``single_runs(runs)`` how far single runs (a timeline each) end from their medians,
                         in words: "within 8% ..." or which one strays, and by how much
+
+Against a peer, times measured alike (``alike``): the device-busy time from the
+profiler where both rows have one, else their CUDA-event times.
+
+* ``alike(a, b)``       (a, b, how): the two rows with the fair measure as their time,
+                        and its name, BUSY or EVENTS
+* ``fair(a, b)``        (ms of a, ms of b, how), measured alike
+* ``speedup(t, peer)``  the peer's time over `t`'s, measured alike (below 1: `t` trails)
+* ``fastest(t, peers)`` the peer that `t` is least ahead of, measured alike
+* ``e2e_ratio(t, peer)``  the same ratio end to end (as a Python caller waits), or None
+* ``end_to_end(r)``     the row with its end-to-end time as its time (for phrase)
+* ``MEASURED[how]``     how to say which times a sentence compares
 """
 
 # The same work timed in two benchmarks of one recording differs by up to about 3%
@@ -45,6 +57,58 @@ def bounds(x):
         t = x["time_ms"]
         return min(t["p10"], ms(x)), max(t["p90"], ms(x))
     return ms(x), ms(x)
+
+
+BUSY = "device-busy"  # the profiler's sum of a call's kernel, copy and memset durations
+EVENTS = "events"     # CUDA events around the call (a CPU row's: its wall clock)
+MEASURED = {BUSY: "device-busy time from the profiler (the sum of each call's kernel "
+                  "durations, the same measure on both sides)",
+            EVENTS: "GPU time from CUDA events (this recording has no profiler times)"}
+
+
+def alike(a, b):
+    """(a, b, how): two recorded rows with their times measured alike, as rows that
+    ms, bounds, verdict and phrase read. The device-busy time from the profiler where
+    both rows have it: a library call that synchronises inside then counts its device
+    work only, as ours does, where CUDA events around it would count its host gaps too.
+    Else (a CPU row, a recording without the profiler) their CUDA-event times."""
+    if "busy_ms" in a and "busy_ms" in b:
+        return {**a, "time_ms": a["busy_ms"]}, {**b, "time_ms": b["busy_ms"]}, BUSY
+    return a, b, EVENTS
+
+
+def fair(a, b):
+    """(ms of a, ms of b, how): their median times measured alike (see alike)."""
+    a, b, how = alike(a, b)
+    return ms(a), ms(b), how
+
+
+def speedup(t, peer):
+    """How many times faster `t` is than `peer` on the same problem: the peer's time
+    over `t`'s, measured alike (see alike). Below 1: `t` trails the peer."""
+    mine, theirs, _ = fair(t, peer)
+    return theirs / mine
+
+
+def fastest(t, peers):
+    """The peer `t` is least ahead of (or furthest behind), measured alike with `t`
+    row by row; None for no peers."""
+    return min(peers, key=lambda r: speedup(t, r), default=None)
+
+
+def end_to_end(r):
+    """Row `r` with its end-to-end time (one call as a Python caller waits for it, host
+    work included) as its time, for ms, verdict and phrase."""
+    if "e2e_ms" not in r:
+        raise ValueError(f"row {r.get('name', r)!r} has no end-to-end time ('e2e_ms')")
+    return {**r, "time_ms": r["e2e_ms"]}
+
+
+def e2e_ratio(t, peer):
+    """The peer's end-to-end time over `t`'s, or None where a row has none."""
+    if not all("e2e_ms" in r for r in (t, peer)):
+        return None
+    return ratio(end_to_end(t), end_to_end(peer))
 
 
 def ratio(t, ref):

@@ -26,6 +26,7 @@ import matplotlib.transforms
 import numpy as np
 
 from kernels import hardware, harness, plots
+from kernels.compare import BUSY, e2e_ratio, fair, fastest, speedup
 
 METRICS = {"tflops": "TFLOP/s", "gbps": "GB/s"}  # a benchmark is summarised by the first it has
 DEVICE_LIMITS = {"copy_gbps": "device copy", "h2d_gbps": "host to device",
@@ -83,10 +84,9 @@ class Line:
     @property
     def e2e_speedup(self):
         """The same ratio end to end: each call as a Python caller waits for it."""
-        if self.best is None or self.peer is None or not all(
-                "e2e_ms" in r for r in (self.best, self.peer)):
+        if self.best is None or self.peer is None:
             return None
-        return self.peer["e2e_ms"]["median"] / self.best["e2e_ms"]["median"]
+        return e2e_ratio(self.best, self.peer)
 
     @property
     def over_floor(self):
@@ -106,26 +106,6 @@ class Summary:
 def ms(r):
     """A row's median GPU time in ms."""
     return r["time_ms"]["median"]
-
-
-BUSY = "device-busy"  # fair's name for the profiler's measure
-EVENTS = "events"
-
-
-def fair(a, b):
-    """(ms of a, ms of b, how): two rows' median times measured alike. The device-busy
-    time from the profiler where both have it: a library call that synchronises inside
-    then counts its device work only, as ours does, where CUDA events would count its
-    host gaps too. Else the CUDA-event time (a CPU peer's is its wall clock)."""
-    if "busy_ms" in a and "busy_ms" in b:
-        return a["busy_ms"]["median"], b["busy_ms"]["median"], BUSY
-    return ms(a), ms(b), EVENTS
-
-
-def speedup(best, peer):
-    """The peer's time over the best version's, measured alike (fair)."""
-    mine, theirs, _ = fair(best, peer)
-    return theirs / mine
 
 
 def _fastest(rows, metric):
@@ -231,7 +211,7 @@ def line(result):
     peers = [r for r in comparable(result.rows("peer"), best)
              if PART not in r and "time_ms" in r]
     # the fastest peer by the fair ratio: a GPU peer's device-busy time against ours
-    peer = min(peers, key=lambda r: speedup(best, r), default=None) if best else None
+    peer = fastest(best, peers) if best else None
     return Line(result, metric, best, peers, peer, _floor(result, best))
 
 

@@ -97,12 +97,17 @@ def _move(band, rng):
 
 
 def perturbed(recording, seed):
-    """`recording` with every timed row's median (GPU and end-to-end) moved at random
-    inside its own p10-p90 band, and the fields derived from it moved alike."""
+    """`recording` with every timed row's median (GPU, device-busy and end-to-end) moved
+    at random inside its own p10-p90 band, and the fields derived from it moved alike."""
     data = copy.deepcopy(recording.data)
     rng = random.Random(f"{recording.name}/{seed}")
+    # device-busy times draw from a generator of their own: the other draws stay as
+    # they were before recordings had them
+    busy_rng = random.Random(f"{recording.name}/{seed}/busy")
     for entry in data["benchmarks"].values():
         for row in entry["rows"]:
+            if "busy_ms" in row and "p10" in row["busy_ms"]:
+                _move(row["busy_ms"], busy_rng)
             if "e2e_ms" in row and "p10" in row["e2e_ms"]:
                 f = _move(row["e2e_ms"], rng)
                 for k in PER_E2E:

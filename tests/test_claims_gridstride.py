@@ -5,21 +5,64 @@ Each test's docstring quotes the sentence it protects; a failing test names the
 sentence to rewrite (or to glue from the recording).
 """
 
-from claims import med, rec, recording  # noqa: F401 (recording: the autouse fixture)
+from claims import BENCH, med, rec, recording  # noqa: F401 (recording: autouse fixture)
 from kernels import compare
 
+BOOK = BENCH.parents[1]
 
-def test_gridstride_one_per_element_is_as_fast_as_anything():
-    """gridstride.md: "for a plain vector add it is as fast as anything (see the timings
-    below)"; "memory, not arithmetic, sets its speed, and both kernels reach the same
-    bandwidth"; summary: "both kernels reach most of the device's copy bandwidth"."""
+
+def test_gridstride_one_per_element_is_as_fast_as_the_gridstride_loop():
+    """gridstride.md: "for a plain vector add it is as fast as the grid-stride version
+    that follows"; "memory, not arithmetic, sets its speed, and both kernels reach the
+    same bandwidth"; summary: "both kernels reach most of the device's copy bandwidth"."""
     vec = rec("gridstride.vector_add")
     one = vec.get("vector_add_one_per_element")
-    for r in vec.rows():
-        assert compare.verdict(one, r) != "slower", r["name"]
     for name in ("vector_add_one_per_element", "vector_add_gridstride"):
         assert vec.get(name)["gbps"] > 0.75 * vec.limits["copy_gbps"]
     assert compare.verdict(vec.get("vector_add_gridstride"), one) == "as fast"
+    assert "as fast as anything" not in (BOOK / "gridstride.md").read_text()
+
+
+def _library_adds(vec):
+    return [r for r in vec.rows(kind="peer") if "CPU" not in r["name"]]
+
+
+def test_gridstride_against_the_fastest_library_add_measured_alike():
+    """gridstride.md: "Against the libraries on the GPU, by [device-busy time from the
+    profiler | GPU time from CUDA events]: the faster of our kernels, [name], takes [µs]
+    and is [phrase] than [the fastest library add] ([µs]) ... End to end ... ours is
+    [phrase]" with, where ours trails, what the peer ran. Checked from the rows
+    themselves: the peer is the GPU library add ours is least ahead of, by busy times
+    where both rows have them, and each word goes the way the medians go."""
+    import claims
+    vec = rec("gridstride.vector_add")
+    glued = claims.render("gridstride", "# our faster kernel against", vec=vec)
+    best = vec.get(glued["vec_best"])
+    assert best["kind"] == "kernel"
+
+    def t(r):  # the fair measure, read here without kernels.compare
+        key = "busy_ms" if "busy_ms" in best and "busy_ms" in r else "time_ms"
+        return r[key]["median"]
+
+    adds = _library_adds(vec)
+    peer = vec.get(glued["vec_peer"])
+    assert peer in adds and all(t(peer) / t(best) <= t(r) / t(best) for r in adds)
+    assert glued["vec_measure"].startswith(
+        "device-busy" if "busy_ms" in best and "busy_ms" in peer else "GPU time from CUDA")
+    assert glued["vec_best_us"] == f"{1e3 * t(best):.1f}"
+    assert glued["vec_peer_us"] == f"{1e3 * t(peer):.1f}"
+    for key, (mine, theirs) in (("vec_vs_peer", (t(best), t(peer))),
+                                ("vec_e2e_vs_peer", (best["e2e_ms"]["median"],
+                                                     peer["e2e_ms"]["median"]))):
+        said = glued[key]
+        assert ("slower" not in said or theirs < mine) and \
+            ("faster" not in said or theirs > mine), (key, said)
+    trails = "slower" in glued["vec_vs_peer"]
+    assert bool(glued["vec_peer_why"]) == trails
+    if trails and peer["name"] == "torch.add" and "kernels" in peer:
+        # the 4-wide vectorised kernel the sentence names is the one the profiler saw
+        assert any("vectorized_elementwise_kernel<4," in k for k in peer["kernels"])
+        assert "vectorized_elementwise_kernel<4" in glued["vec_peer_why"]
 
 
 def test_gridstride_bandwidth_levels_off_once_each_sm_is_full():
