@@ -156,6 +156,20 @@ def med(row):
     return compare.ms(row)
 
 
+def agrees(said, mine, theirs):
+    """Whether a glued comparison's words (compare.phrase: "12% faster than ...",
+    "about as fast ...", "1.5 times slower ...") go the way two medians, read from the
+    rows by the test itself, go: "faster" only where ours is the shorter time."""
+    return ("slower" not in said or theirs < mine) and ("faster" not in said or theirs > mine)
+
+
+def fair_ms(row, other):
+    """A row's median time measured as `other`'s: device-busy where both have one, else
+    the CUDA-event time (read here without kernels.compare, to check it)."""
+    key = "busy_ms" if "busy_ms" in row and "busy_ms" in other else "time_ms"
+    return row[key]["median"]
+
+
 def render(chapter, marker, **names):
     """Run the lines of `chapter`'s code cell from the one that holds `marker` to the
     cell's end, with `names` defined and ``glue`` recording: the glued values, as the
