@@ -63,10 +63,13 @@ def sm_count():
 
 
 def default_blocks():
-    """Blocks for a grid-stride launch: enough to fill every SM several times over.
+    """Blocks for a grid-stride launch: 32 per SM, with the SM count read from the device.
 
-    32 blocks of 256 threads per SM is 8192 threads, four times what one H100 SM
-    can hold at once, so no SM idles while the last blocks finish."""
+    With 256 threads a block that is 8,192 threads per SM, at least four times what one
+    SM of any NVIDIA GPU holds at once (`hardware.max_threads_per_sm`: at most 2,048,
+    1,024 on a T4), so every SM starts full whatever the GPU; the blocks beyond that wait
+    their turn, which costs little (the chapter's blocks-per-SM sweep measures it), and
+    the grid-stride loop covers whatever elements the grid does not."""
     return 32 * sm_count()
 
 
