@@ -41,13 +41,54 @@ def test_mutex_lock_cost_grows_with_holders_and_an_atomic_is_cheaper():
     assert cost.get("add_one_atomic", blocks=64 * sms)["ns_per_block"] < one / 10
 
 
-def test_mutex_float_atomic_beats_the_lock_and_cupy():
-    """mutex.md summary: "For sums, a float atomic per block is faster than a lock and than
-    `cupy.dot`"."""
+def _rendered(dot):
+    import claims
+    floor_us = (2 * 4 * dot.entry["params"]["n"] / dot.limits["copy_gbps"] / 1e3
+                + 1e3 * dot.limits.get("kernel_ms", 0))
+    return claims.render("mutex", "kernel_rows = dot.rows", dot=dot, compare=compare,
+                         rows=dot.entry["rows"], floor_us=floor_us)
+
+
+def _gpu_peers(dot):
+    return [r for r in dot.rows(kind="peer") if "CPU" not in r["name"]]
+
+
+def test_mutex_float_atomic_beats_the_lock_and_matches_the_best_peer_as_said():
+    """mutex.md summary: "For sums, a float atomic per block is faster than a lock, and
+    [phrase] the fastest library dot, [peer] (device-busy times, where recorded)"."""
+    import claims
     dot = rec("mutex.dot")
     atomic = dot.get("dot_atomic")
     assert compare.verdict(atomic, dot.get("dot_mutex")) == "faster"
-    assert compare.verdict(atomic, dot.get("cupy.dot")) == "faster"
+    said = _rendered(dot)["atomic_vs_peer"]
+    peers = _gpu_peers(dot)
+    peer = next(r for r in peers if said.endswith(r["name"]))
+    ahead = claims.fair_ms(peer, atomic) / claims.fair_ms(atomic, peer)
+    assert all(ahead <= claims.fair_ms(r, atomic) / claims.fair_ms(atomic, r) for r in peers)
+    assert claims.agrees(said, claims.fair_ms(atomic, peer), claims.fair_ms(peer, atomic))
+
+
+def test_mutex_dot_against_the_fastest_library_dot_measured_alike():
+    """mutex.md: "The fastest reduction done entirely on the GPU is [name] ... by
+    [device-busy time from the profiler | GPU time from CUDA events] it takes [µs] and is
+    [phrase] than [peer] ([µs]), the fastest library dot ... End to end ... ours is
+    [phrase]" (the fastest of ours by the fair measure; the peer the GPU row ours is
+    least ahead of; the words go the way the medians go)."""
+    import claims
+    dot = rec("mutex.dot")
+    glued = _rendered(dot)
+    ours = [dot.get(n) for n in ("dot_mutex", "dot_atomic", "dot_last_block")]
+    best = dot.get(glued["gpu_name"])
+    assert all(claims.fair_ms(best, best) <= claims.fair_ms(r, r) for r in ours)
+    peer = dot.get(glued["peer_name"])
+    mine, theirs = claims.fair_ms(best, peer), claims.fair_ms(peer, best)
+    assert all(theirs / mine <= claims.fair_ms(r, best) / claims.fair_ms(best, r)
+               for r in _gpu_peers(dot))
+    assert (glued["gpu_alike_us"], glued["peer_us"]) == (f"{1e3 * mine:.1f}",
+                                                         f"{1e3 * theirs:.1f}")
+    assert claims.agrees(glued["peer_vs"], mine, theirs)
+    assert claims.agrees(glued["peer_e2e_vs"], best["e2e_ms"]["median"],
+                         peer["e2e_ms"]["median"])
 
 
 def test_mutex_contention_curves():
@@ -72,15 +113,22 @@ def test_mutex_contention_curves():
         assert med(atomic[k * sms]) <= 1.15 * med(best), k
 
 
-def test_mutex_dot_goal_of_30_us_was_not_reached():
-    """mutex.md: "The goal was 30 µs ... The goal was not reached: the best dot product that
-    finishes on the GPU stays [glued] µs above its floor" (a gap, never a negative one)."""
+def test_mutex_dot_goal_of_30_us_said_as_the_recording_shows():
+    """mutex.md: "The goal, set on the H100 in CUDA-event times, was 30 µs ... [The goal
+    was not reached | The goal was reached | That goal was set on an H100; this recording
+    is of the [device] ...]: the best dot product that finishes on the GPU stays [glued]
+    µs above its floor" (a gap, never a negative one)."""
     dot = rec("mutex.dot")
-    finished = [dot.get(n) for n in ("dot_mutex", "dot_atomic", "dot_last_block")]
-    assert 1e3 * min(map(med, finished)) > 30
+    said = _rendered(dot)["dot_goal"]
+    one_launch_us = 1e3 * min(med(dot.get(n)) for n in ("dot_last_block", "dot_atomic"))
+    if "H100" in dot.env["device"]["name"]:
+        assert said == ("The goal was not reached" if one_launch_us > 30
+                        else "The goal was reached")
+    else:
+        assert "reached" not in said and dot.env["device"]["name"] in said
     floor_ms = 2 * 4 * dot.entry["params"]["n"] / dot.limits["copy_gbps"] / 1e6 + \
         dot.limits.get("kernel_ms", 0)
-    assert min(med(dot.get(n)) for n in ("dot_last_block", "dot_atomic")) > floor_ms
+    assert one_launch_us / 1e3 > floor_ms
 
 
 def test_mutex_at_the_most_blocks_the_hand_overs_are_the_whole_cost():
