@@ -365,14 +365,19 @@ def _args(version, data, out, blocks, threads, clear=True):
 
 
 def _words(data, word=np.uint32):
-    """The first bytes of `data` seen as whole words of type `word` (no copy)."""
+    """`data` on the device and its first bytes seen as whole words of type `word`.
+
+    Returns (words, data) for kernels that take both. A host array is copied to the
+    device once here: passed twice to a kernel, Numba would copy it twice (and back)."""
+    if not validate.on_device(data):
+        data = cuda.to_device(data)
     size = np.dtype(word).itemsize
     interface = getattr(data, "__cuda_array_interface__", None)
     if interface is not None and interface["data"][0] % size != 0:
         raise ValueError(f"data must start at an address divisible by {size} to be read as "
                          f"{size}-byte words (a device array sliced at an odd offset was "
                          "given); copy it into a new device array")
-    return data[:data.size // size * size].view(word)
+    return data[:data.size // size * size].view(word), data
 
 
 def histogram_global_atomics(data, out=None, *, blocks=None, threads=None):
@@ -399,14 +404,14 @@ def histogram_shared_atomics_int64(data, out=None, *, blocks=None, threads=None)
 def histogram_shared_wide_loads(data, out=None, *, blocks=None, threads=None):
     """Counts of bytes 0-127: per-block shared histogram, 4 bytes per load."""
     out, blocks, threads = _args("histogram_shared_wide_loads", data, out, blocks, threads)
-    histogram_shared_wide_loads_kernel[blocks, threads](_words(data), data, out)
+    histogram_shared_wide_loads_kernel[blocks, threads](*_words(data), out)
     return out
 
 
 def histogram_lane_private(data, out=None, *, blocks=None, threads=None):
     """Counts of bytes 0-127: 4 bytes per load, one shared histogram per warp lane."""
     out, blocks, threads = _args("histogram_lane_private", data, out, blocks, threads)
-    histogram_lane_private_kernel[blocks, threads](_words(data), data, out)
+    histogram_lane_private_kernel[blocks, threads](*_words(data), out)
     return out
 
 
@@ -417,7 +422,7 @@ def histogram_last_block(data, out=None, *, blocks=None, threads=None):
                                  clear=False)
     totals = scratch.buffer("histogram totals", np.zeros(BINS, np.int32))
     ticket = scratch.buffer("histogram ticket", np.zeros(1, np.int32))
-    histogram_last_block_kernel[blocks, threads](_words(data, np.uint64), data, totals,
+    histogram_last_block_kernel[blocks, threads](*_words(data, np.uint64), totals,
                                                  ticket, out)
     return out
 
@@ -428,7 +433,7 @@ def histogram_bin_tickets(data, out=None, *, blocks=None, threads=None):
     out, blocks, threads = _args("histogram_bin_tickets", data, out, blocks, threads,
                                  clear=False)
     totals = scratch.buffer("histogram bin tickets", np.zeros(BINS, np.uint64))
-    histogram_bin_tickets_kernel[blocks, threads](_words(data, np.uint64), data, totals, out)
+    histogram_bin_tickets_kernel[blocks, threads](*_words(data, np.uint64), totals, out)
     return out
 
 
@@ -439,7 +444,7 @@ def histogram_lean_count(data, out=None, *, blocks=None, threads=None):
     out, blocks, threads = _args("histogram_lean_count", data, out, blocks, threads,
                                  clear=False)
     totals = scratch.buffer("histogram lean count", np.zeros(BINS, np.uint64))
-    histogram_lean_count_kernel[blocks, threads](_words(data, np.uint64), data, totals, out)
+    histogram_lean_count_kernel[blocks, threads](*_words(data, np.uint64), totals, out)
     return out
 
 

@@ -53,7 +53,7 @@ def read_only(data, out=None, *, blocks=None, threads=None):
     """Clear `out` and read `data` as the wide-load versions do, counting nothing: the
     floor under every version. What it leaves in `out` means nothing."""
     out, blocks, threads = _args("read_only", data, out, blocks, threads)
-    read_only_kernel[blocks, threads](_words(data), data, out)
+    read_only_kernel[blocks, threads](*_words(data), out)
     return out
 
 
@@ -61,5 +61,5 @@ def read_only_wide(data, out=None, *, blocks=None, threads=None):
     """Read `data` as histogram_last_block does, in one launch, counting nothing: its
     floor. What it leaves in `out` means nothing."""
     out, blocks, threads = _args("read_only_wide", data, out, blocks, threads, clear=False)
-    read_only_wide_kernel[blocks, threads](_words(data, np.uint64), data, out)
+    read_only_wide_kernel[blocks, threads](*_words(data, np.uint64), out)
     return out

@@ -85,7 +85,7 @@ def histogram_stages(data, stage, out=None, *, blocks=None, threads=None):
     out, blocks, threads = _args("histogram_bin_tickets", data, out, blocks, threads,
                                  clear=False)
     totals = scratch.buffer("histogram stages totals", np.zeros(BINS, np.uint64))
-    histogram_stages_kernel[blocks, threads](_words(data, np.uint64), data, totals, out,
+    histogram_stages_kernel[blocks, threads](*_words(data, np.uint64), totals, out,
                                              STAGES[stage])
     return out
 

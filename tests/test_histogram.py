@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 from numba import cuda
 
-from kernels import checks
+from kernels import checks, validate
 from kernels import histogram as h
 from kernels.harness import check
 from answers import solution
@@ -82,6 +82,16 @@ def test_wide_loads_refuse_a_misaligned_device_slice():
     d = cuda.to_device(np.arange(64, dtype=np.uint8))
     with pytest.raises(ValueError, match="divisible by 4"):
         h.histogram_lane_private(d[1:])
+
+
+def test_host_bytes_go_to_the_device_once_for_both_views():
+    # A kernel given the words and the bytes of one host array would copy it twice
+    # (and back twice); _words hands both over already on the device, as one copy.
+    data = np.arange(103, dtype=np.uint8)
+    words, d = h._words(data, np.uint32)
+    assert validate.on_device(words) and validate.on_device(d)
+    np.testing.assert_array_equal(words.copy_to_host().view(np.uint8), data[:100])
+    np.testing.assert_array_equal(d.copy_to_host(), data)
 
 
 BAD_CALLS = {
