@@ -256,3 +256,35 @@ def test_atomics_race_loses_updates_and_the_atomic_none():
         assert r["min"] == r["max"] == r["increments"]
     for r in race.rows(name="increment_racy"):
         assert r["lost_fraction"] > 0.5
+
+
+def test_histogram_best_against_the_gpu_libraries_measured_alike():
+    """atomics.md: "The fastest, [name], runs in [µs] ... Against the GPU libraries, by
+    [device-busy time from the profiler | GPU time from CUDA events], it takes [µs] and is
+    [phrase] than [peer] ([µs]); ... End to end ... it is [phrase] than [peer], the
+    fastest library call end to end"; summary:
+    "[times the read], [phrase] than [the fastest library]" (the peers the GPU rows,
+    fastest first by the fair measure; each word goes the way the medians go)."""
+    import claims
+    import numpy as np
+    res = _versions()
+    best = min(res.rows(kind="kernel"), key=med)
+    glued = claims.render("atomics", "for peer, tag, called in", res=res, best=best,
+                          best_us=1e3 * med(best), np=np, compare=compare,
+                          median_us=lambda name: 1e3 * med(res.get(name)))
+    gpu = [r for r in res.rows(kind="peer") if "CPU" not in r["name"]]
+    if not gpu:
+        import pytest
+        pytest.skip("no GPU library in this recording")
+    ahead = sorted(gpu, key=lambda r: claims.fair_ms(r, best) / claims.fair_ms(best, r))
+    said = glued["peers_vs"].split("; ")
+    assert len(said) == len(ahead)
+    for words, r in zip(said, ahead):
+        assert f"than {r['name']} (" in words
+        assert claims.agrees(words, claims.fair_ms(best, r), claims.fair_ms(r, best))
+    assert glued["peer_vs"].endswith(f"than {ahead[0]['name']}")
+    assert "faster" in glued["peer_vs"]  # the summary's point: ahead of every library
+    e2e = min(gpu, key=lambda r: r["e2e_ms"]["median"])
+    assert glued["peer_e2e_vs"].endswith(f" {e2e['name']}")  # than, or as
+    assert claims.agrees(glued["peer_e2e_vs"], best["e2e_ms"]["median"],
+                         e2e["e2e_ms"]["median"])
