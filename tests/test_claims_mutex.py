@@ -49,6 +49,11 @@ def _rendered(dot):
                          rows=dot.entry["rows"], floor_us=floor_us)
 
 
+def _rendered_contention(cont):
+    import claims
+    return claims.render("mutex", 'mrows = {r["blocks"]', cont=cont, compare=compare)
+
+
 def _gpu_peers(dot):
     return [r for r in dot.rows(kind="peer") if "CPU" not in r["name"]]
 
@@ -97,7 +102,8 @@ def test_mutex_contention_curves():
     another reason: 32 blocks of 256 threads are too few to keep the memory busy.)";
     kernels/benchmarks/mutex.py: the mutex is fastest with about one block per SM and
     slower with every block beyond; dot_atomic stays within 15% of its best from 4 to
-    32 blocks per SM."""
+    8 blocks per SM (the 8 per SM the comparison launches), and the glued number of
+    blocks up to which it stays there is the recording's."""
     cont = rec("mutex.contention")
     sms = cont.entry["params"]["sm_count"]
     atomic = {r["blocks"]: r for r in cont.rows(name="dot_atomic")}
@@ -109,8 +115,13 @@ def test_mutex_contention_curves():
     assert min(mutex.values(), key=med)["blocks"] <= sms
     beyond = [med(mutex[b]) for b in sorted(mutex) if b >= sms]
     assert beyond == sorted(beyond)
-    for k in (4, 8, 32):
+    for k in (4, 8):
         assert med(atomic[k * sms]) <= 1.15 * med(best), k
+    near = max(b for b in atomic if b >= best["blocks"]
+               and all(med(atomic[c]) <= 1.15 * med(best) for c in atomic
+                       if best["blocks"] <= c <= b))
+    said = _rendered_contention(cont)["cont_atomic_near_blocks"]
+    assert said == f"{near:,}", (said, near)
 
 
 def test_mutex_dot_goal_of_30_us_said_as_the_recording_shows():

@@ -18,8 +18,9 @@ DOTS = (m.thread_dot, m.block_sum, m.dot_partial, m.dot_partial_kernel, m.BlockP
 # mutex). The H100's mutex.contention recording (256 threads per block) is in line with
 # it: the mutex is fastest with few blocks (about one per SM), each block waiting its
 # turn for the lock, and slower with every block beyond; dot_atomic stays within 15% of
-# its best from 4 to 32 blocks per SM (tests/test_claims_mutex.py checks both on every
-# recording kept).
+# its best from 4 to 8 blocks per SM, the 8 launched here (at 32 per SM it is 14% slower
+# on the H200 of 2026-11-26; tests/test_claims_mutex.py checks both on every recording
+# kept).
 def _dot_launch(name, sms):
     return {"dot_mutex": (32, 1024)}.get(name, (8 * sms, 256))
 
