@@ -85,7 +85,9 @@ def jacobi_step_kernel(src, dst):
         if i == 0 or i == n - 1:
             dst[i] = src[i]
         else:
-            dst[i] = (src[i - 1] + src[i + 1]) * 0.5
+            # 0.5 in the array's own type: a bare 0.5 is float64, so Numba would type the
+            # float32 sweep in float64 and rely on NVVM to narrow it back (halving is exact)
+            dst[i] = (src[i - 1] + src[i + 1]) * src.dtype.type(0.5)
 
 
 @cuda.jit
@@ -106,7 +108,7 @@ def jacobi_grid_sync_kernel(u, out, scratch, steps):
             if i == 0 or i == n - 1:
                 dst[i] = src[i]
             else:
-                dst[i] = (src[i - 1] + src[i + 1]) * 0.5
+                dst[i] = (src[i - 1] + src[i + 1]) * src.dtype.type(0.5)
         grid.sync()  # the next sweep reads neighbours written by other blocks
         src = dst
 

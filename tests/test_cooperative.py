@@ -1,4 +1,5 @@
 import math
+import pathlib
 import re
 
 import numpy as np
@@ -9,8 +10,9 @@ from kernels import SIMULATOR, checks, size
 from kernels import cooperative as c
 from kernels.harness import MismatchError, check
 from answers import solution
-from ptx import assert_compiles
+from ptx import assert_compiles, without_simulator
 
+HERE = pathlib.Path(__file__).resolve().parent
 solutions = solution("cooperative")  # as a student hands it in: its launches count
 
 PTX_SIGNATURES = {
@@ -157,6 +159,29 @@ def test_bad_input_is_refused_clearly(case, rng):
 
 def test_compiles_to_ptx():
     assert_compiles("cooperative")
+
+
+def test_jacobi_on_float32_computes_in_float32():
+    """cooperative.md advises float32. A bare `* 0.5` is a float64 constant: Numba widens
+    the sum to double and multiplies in double (fpext, fmul double in the LLVM IR it hands
+    NVVM), which NVVM happens to narrow back (halving is exact). Neither Jacobi kernel,
+    typed for float32, has a double in Numba's IR or a float64 in its PTX."""
+    # compile_ptx stands in for the device that cuda.cg.this_grid asks for
+    code = (f"import sys; sys.path.insert(0, {str(HERE)!r}); import compile_ptx as p\n"
+            "from numba.cuda.compiler import _compile_pyfunc_with_fixup as compile\n"
+            "from kernels import cooperative as c\n"
+            "for name, sig in (('jacobi_step_kernel', 'void(float32[::1], float32[::1])'),\n"
+            "                  ('jacobi_grid_sync_kernel',\n"
+            "                   'void(float32[::1], float32[::1], float32[::1], int64)')):\n"
+            "    kernel = getattr(c, name)\n"
+            "    lib, _ = compile(kernel.py_func, sig, device=False, cc=(7, 5), abi='numba')\n"
+            "    ir = lib.get_llvm_str()\n"
+            "    print(name, 'fmul float' in ir, 'fpext float' in ir or 'fmul double' in ir)\n"
+            "    for cc, ptx in p.compile_ptxes(kernel, sig, False).items():\n"
+            "        print(name, 'mul.f32' in ptx, 'f64' in ptx)\n")
+    out = without_simulator(code)
+    assert out.split() == 3 * ["jacobi_step_kernel", "True", "False"] + \
+        3 * ["jacobi_grid_sync_kernel", "True", "False"], out
 
 
 # ------------------------------------------------------------------ checkers
