@@ -51,10 +51,26 @@ FACTS_JS = r"""
 })()
 """
 
+# Whether a listing or output `block` (a div.highlight) is text laid out in columns (a
+# printed table, the grader's race picture): not code, and most of its lines, two at
+# least, hold a gap of two spaces or more between words, or it holds drawing
+# characters. Such text must keep its lines whole (wrapped, its columns no longer line
+# up) and may scroll inside its own box.
+COLUMNAR_JS = r"""
+const columnar = (block) => {
+  if (/\bhighlight-(python|ipython3?|default|sh|bash|console|shell)\b/
+      .test(block.parentElement.className)) return false;
+  const lines = block.textContent.split("\n").filter((line) => line.trim());
+  const columns = lines.filter((line) => /\S {2,}\S/.test(line)).length;
+  return columns >= 2 && (/[─│┌┐└┘├┤┬┴┼═║·]/.test(block.textContent) ||
+                          3 * columns >= 2 * lines.length);
+};
+"""
+
 # Tables and cell outputs of the main column that do not fit it: wider than the
 # article (spilling into the margin or sidebar), or scrolled or clipped inside.
 OVERFLOW_JS = r"""
-(() => {
+(() => {""" + COLUMNAR_JS + r"""
   const article = document.querySelector("article.bd-article");
   if (!article) return [];
   const box = article.getBoundingClientRect();  // the column, less what is off screen
@@ -71,6 +87,9 @@ OVERFLOW_JS = r"""
     // figures have tests of their own (fit the frame, open full size on a phone), so
     // an output holding one is measured by its text parts alone
     if (el.querySelector("figure, img") || el.closest("figure")) continue;
+    // text in columns scrolls inside its own box (PAGE_FIT_JS checks it keeps its lines)
+    const block = el.closest("div.highlight");
+    if (block && columnar(block)) continue;
     const r = el.getBoundingClientRect();
     const spill = Math.max(r.right - edge.right, edge.left - r.left);
     const hidden = el.scrollWidth - el.clientWidth;
@@ -88,12 +107,14 @@ OVERFLOW_JS = r"""
 # The page as a whole and its code at the current width: a page wider than the window
 # scrolls sideways as a whole; inline code running past the column or cut by the edge of
 # a box (an exercise) hides what a reader must type; a code listing scrolled inside its
-# box hides the end of its lines (course.js wraps them).
+# box hides the end of its lines (course.js wraps them), and one wrapped inside a name
+# that would fit whole reads as two names; text in columns wrapped no longer lines up.
 PAGE_FIT_JS = r"""
-(() => {
+(() => {""" + COLUMNAR_JS + r"""
   const root = document.documentElement;
   const article = document.querySelector("article.bd-article");
-  const found = {page: root.scrollWidth, window: root.clientWidth, code: [], listings: []};
+  const found = {page: root.scrollWidth, window: root.clientWidth, code: [], listings: [],
+                 art: [], split: []};
   if (!article) return found;
   const box = article.getBoundingClientRect();
   const edge = {left: Math.max(box.left, 0), right: Math.min(box.right, root.clientWidth)};
@@ -117,8 +138,37 @@ PAGE_FIT_JS = r"""
   }
   for (const pre of article.querySelectorAll("div.highlight > pre")) {
     if (!pre.checkVisibility()) continue;
+    const style = getComputedStyle(pre);
+    if (columnar(pre.parentElement)) {  // its lines whole: as many drawn as written
+      const written = pre.textContent.replace(/\n$/, "").split("\n").length;
+      const drawn = Math.round((pre.scrollHeight - parseFloat(style.paddingTop) -
+        parseFloat(style.paddingBottom)) / parseFloat(style.lineHeight));
+      if (drawn > written) found.art.push({written: written, drawn: drawn,
+                                           text: pre.textContent.slice(0, 80)});
+      continue;
+    }
     const hidden = pre.scrollWidth - pre.clientWidth;
     if (hidden > 1) found.listings.push({hidden: hidden, text: pre.textContent.slice(0, 80)});
+    // a name (or a quoted string) broken over two lines though the room its line
+    // wraps into would hold it whole
+    const room = pre.clientWidth - parseFloat(style.paddingLeft) -
+      parseFloat(style.paddingRight);
+    const walker = document.createTreeWalker(pre, NodeFilter.SHOW_TEXT);
+    while (walker.nextNode()) {
+      const node = walker.currentNode;
+      for (const m of node.data.matchAll(/"?[A-Za-z_][A-Za-z0-9_]*"?/g)) {
+        const range = document.createRange();
+        range.setStart(node, m.index);
+        range.setEnd(node, m.index + m[0].length);
+        const rects = [...range.getClientRects()].filter((r) => r.width > 0);
+        if (rects.length < 2) continue;
+        const line = node.parentElement.closest(".course-line");
+        const wraps = room - (line ? parseFloat(getComputedStyle(line).paddingLeft) : 0);
+        if (rects.reduce((sum, r) => sum + r.width, 0) <= wraps) {
+          found.split.push({name: m[0], line: (line || pre).textContent.slice(0, 80)});
+        }
+      }
+    }
   }
   return found;
 })()

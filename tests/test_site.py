@@ -6,8 +6,10 @@ and are not empty, no cell output holds a Python traceback, each notebook page's
 Colab button opens a generated notebook that exists, exercise solutions start
 collapsed, and the navigation reaches every page. At a laptop's 1280 px and a
 phone's 400 px: no page wider than the window, no table, output or code cut or
-scrolled inside the column, figures no wider than their frame and, on a phone, a tap
-opens each at a size where its text is readable; the menu and contents buttons work.
+scrolled inside the column (text in columns, a printed table, keeps its lines and
+scrolls in its own box), no code listing cut inside a name, figures no wider than
+their frame and, on a phone, a tap opens each at a size where its text is readable;
+the menu and contents buttons work.
 Screenshots of two pages are saved to _build/site-test/. Every internal link of the
 built HTML must resolve; external links are checked when a network is there and
 skipped with a note if not. Math is MathML, with no script from a CDN.
@@ -264,6 +266,26 @@ def test_code_fits_the_column(site, name):
     bad += [f"{w} px: a listing scrolls {c['hidden']} px sideways: {c['text']!r}"
             for w, f in site[name]["fit"].items() for c in f["listings"]]
     assert not bad, f"{name}: code does not fit the column:\n" + "\n".join(bad)
+
+
+@pytest.mark.parametrize("name", PAGES)
+def test_text_in_columns_keeps_its_lines(site, name):
+    """A printed table or the grader's race picture keeps each line whole, so its
+    columns line up, scrolling inside its own box where the column is narrower
+    (course.js: keepTextArt); wrapped like code, its columns no longer line up."""
+    bad = [f"{w} px: {a['written']} lines drawn as {a['drawn']}: {a['text']!r}"
+           for w, f in site[name]["fit"].items() for a in f["art"]]
+    assert not bad, f"{name}: text in columns is wrapped:\n" + "\n".join(bad)
+
+
+@pytest.mark.parametrize("name", PAGES)
+def test_code_listings_wrap_between_names(site, name):
+    """A wrapped code line breaks between names (course.js: breakBetweenNames) and
+    its indentation leaves room on a phone, so no name that fits the room its line
+    wraps into is cut in two ('square_kernel[bloc' / 'ks, ...')."""
+    bad = [f"{w} px: {c['name']!r} cut in: {c['line']!r}"
+           for w, f in site[name]["fit"].items() for c in f["split"]]
+    assert not bad, f"{name}: code wrapped inside a name:\n" + "\n".join(bad)
 
 
 # The links a reader can see inside dialog `arguments[0]`, if it is open.

@@ -77,13 +77,35 @@ function zoomableFigures() {
   }
 }
 
+// Text laid out in columns (a printed table, the race picture of the grader's feedback)
+// keeps its lines whole and scrolls inside its own box on a narrow screen (course.css):
+// wrapped, its columns no longer line up. Python code is never such text (it wraps,
+// below); a block is when most of its lines, two at least, hold a gap of two spaces or
+// more between words (a column), or it holds the picture's drawing characters.
+const CODE_LANGUAGES = /\bhighlight-(python|ipython3?|default|sh|bash|console|shell)\b/;
+function keepTextArt() {
+  for (const block of document.querySelectorAll("article.bd-article div.highlight")) {
+    if (CODE_LANGUAGES.test(block.parentElement.className)) continue;
+    const lines = block.textContent.split("\n").filter((line) => line.trim());
+    const columns = lines.filter((line) => /\S {2,}\S/.test(line)).length;
+    const drawn = /[─│┌┐└┘├┤┬┴┼═║·]/.test(block.textContent);
+    if (columns >= 2 && (drawn || 3 * columns >= 2 * lines.length)) {
+      block.classList.add("course-art");
+    }
+  }
+}
+
 // Code listings wrap at the column's edge (course.css) instead of scrolling. Each
 // line becomes its own block whose wrapped part is indented four characters past the
 // line's own indentation (at most half the column), so a wrapped line never reads as a
-// new statement. The text
-// is unchanged (copy buttons copy the code as written).
+// new statement. In code, the indentation is drawn half as wide on a phone
+// (course.css: --course-space), so a deeply indented line keeps room for its words
+// rather than being cut inside them. The text is unchanged (copy buttons copy the code
+// as written).
 function wrapCodeLines() {
   for (const pre of document.querySelectorAll("article.bd-article div.highlight > pre")) {
+    if (pre.parentElement.classList.contains("course-art")) continue;  // keeps its lines
+    const code = CODE_LANGUAGES.test(pre.parentElement.parentElement.className);
     const lines = [[]];
     for (const node of [...pre.childNodes]) {
       const parts = node.textContent.split("\n");
@@ -105,13 +127,61 @@ function wrapCodeLines() {
       const line = document.createElement("span");
       line.className = "course-line";
       line.append(...pieces);
+      const spaces = line.textContent.match(/^ */)[0].length;
+      if (code && spaces) indentOf(line, spaces);
+      breakBetweenNames(line);
       // at most half the column, so a deeply indented line still has room to wrap into
-      const indent = `min(${line.textContent.match(/^ */)[0].length + 4}ch, 50%)`;
+      const indent = code ? `min(calc(${spaces + 4} * var(--course-space)), 50%)`
+        : `min(${spaces + 4}ch, 50%)`;
       line.style.paddingLeft = indent;
       line.style.textIndent = `calc(-1 * ${indent})`;
       return line;
     }));
   }
+}
+
+// A long line wraps between names, as a reader would break it: after a dot, a comma,
+// an opening bracket or an equals sign, and before a bracket. Without these
+// places, a run such as `harness.live_or_recorded("atomics.race")` has none but its
+// spaces, and overflow-wrap cut it wherever the column ended, inside a name. A name
+// is cut only when it is longer than the line's room.
+function breakBetweenNames(line) {
+  const walker = document.createTreeWalker(line, NodeFilter.SHOW_TEXT);
+  const texts = [];  // [node, offset of its first character in the line]
+  let length = 0;
+  while (walker.nextNode()) {
+    texts.push([walker.currentNode, length]);
+    length += walker.currentNode.data.length;
+  }
+  const whole = texts.map(([node]) => node.data).join("");
+  // the highlighter puts each name and mark in a span of its own: the places are found
+  // in the line's whole text, then made in whichever piece holds them (last first)
+  const places = [...whole.matchAll(/(?<=[.,(\[=])(?=\S)|(?<=\S)(?=[(\[])|(?<=[^\s)\]])(?=[)\]])/g)]
+    .map((m) => m.index).reverse();
+  for (const place of places) {
+    const [node, start] = texts.findLast(([, start]) => start <= place);
+    const after = place === start ? node : node.splitText(place - start);
+    after.before(document.createElement("wbr"));
+  }
+}
+
+// The first `spaces` characters of `line` (all spaces) in a span of their own, which
+// course.css narrows on a phone.
+function indentOf(line, spaces) {
+  const walker = document.createTreeWalker(line, NodeFilter.SHOW_TEXT);
+  const indent = document.createElement("span");
+  indent.className = "course-indent";
+  let left = spaces;
+  while (left > 0 && walker.nextNode()) {
+    const text = walker.currentNode;
+    const taken = Math.min(left, text.data.length);
+    const rest = text.splitText(taken);  // text now holds the taken spaces
+    indent.append(document.createTextNode(text.data));
+    text.data = "";
+    left -= taken;
+    walker.currentNode = rest;
+  }
+  line.prepend(indent);
 }
 
 // Inline code may break where a reader would: after a dot, an underscore, a comma or
@@ -136,6 +206,7 @@ document.addEventListener("DOMContentLoaded", () => {
   stackWideTables();
   connectSidebarButtons();
   zoomableFigures();
+  keepTextArt();
   wrapCodeLines();
   breakableInlineCode();
 });
