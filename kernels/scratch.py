@@ -8,11 +8,14 @@ call. Calls on one stream follow each other, so they never share the buffer at o
 (every launcher of this package uses the default stream). ``is_last_block`` tells
 a block whether it is that last one.
 
-The fence in ``is_last_block`` is the writers' half of the pattern: each block's adds
-are visible before its ticket counts. The reader needs its half too: the last block
-must read the totals with atomics (``atomic.exch``, ``atomic.add(x, 0)``), as every
-kernel here does, or after a fence of its own; a plain load could be served from a
-stale line in its own SM's L1 cache.
+``is_last_block`` holds both halves of the pattern's ordering. The writers' half: each
+block fences before it takes its ticket, so its adds are visible before its ticket
+counts. The reader's half: the thread that draws the last ticket fences again before
+the barrier that hands the answer to its block, so the block's reads of the totals
+come after every other block's adds (without it a plain load could be served from a
+stale line in its own SM's L1 cache). The kernels here read the totals with atomics
+(``atomic.exch``, ``atomic.add(x, 0)``) as well, because they also put the starting
+value back.
 """
 
 import numpy as np
@@ -39,6 +42,9 @@ def is_last_block(ticket):
     cuda.threadfence()  # this thread's adds reach every SM before the ticket is taken
     cuda.syncthreads()  # every thread of the block has added and fenced
     if cuda.threadIdx.x == 0:
-        last[0] = cuda.atomic.add(ticket, 0, 1) == cuda.gridDim.x - 1
-    cuda.syncthreads()
+        is_last = cuda.atomic.add(ticket, 0, 1) == cuda.gridDim.x - 1
+        if is_last:
+            cuda.threadfence()  # every other block's adds are seen by the reads that follow
+        last[0] = is_last
+    cuda.syncthreads()  # (a barrier: the fence orders the whole block's reads)
     return last[0] != 0
