@@ -8,6 +8,9 @@ performance page).
   times, the speed-up over the fastest peer (a ratio of times for the same problem),
   the physical floor and how far the best version is from it;
 * ``floors(lines)``: one sentence per line on how its floor was computed;
+* ``trailing(lines)``: the lines whose best version trails its fastest peer, by how much;
+* ``host_gaps(lines)``: the peer whose CUDA-event time most overstates its device-busy
+  time (the case for comparing busy times);
 * ``behaviours(lines)``: the others (contention, overlap, launch costs: times
   without a peer to beat), listed with what they measured;
 * ``figures(lines)``: the times of best version, peers and floor, one figure per
@@ -26,7 +29,7 @@ import matplotlib.transforms
 import numpy as np
 
 from kernels import hardware, harness, plots
-from kernels.compare import BUSY, e2e_ratio, fair, fastest, speedup
+from kernels.compare import BUSY, alike, e2e_ratio, fair, fastest, phrase, speedup, verdict
 
 METRICS = {"tflops": "TFLOP/s", "gbps": "GB/s"}  # a benchmark is summarised by the first it has
 DEVICE_LIMITS = {"copy_gbps": "device copy", "h2d_gbps": "host to device",
@@ -284,6 +287,32 @@ def floors(lines):
                             "no floor: its recording has no measured smallest kernel "
                             "(re-record it) or its rows count neither bytes nor operations.")
         for ln in lines) or "*Nothing yet.*"
+
+
+def trailing(lines):
+    """The throughput lines whose best version is slower than its fastest peer, measured
+    alike (the verdict, beyond the rows' noise), one Markdown item each; a sentence
+    saying none does where none is."""
+    found = []
+    for ln in lines:
+        if ln.metric is None or ln.best is None or ln.peer is None:
+            continue
+        mine, theirs, how = alike(ln.best, ln.peer)
+        if verdict(mine, theirs) == "slower":
+            found.append(f"* `{ln.key}`: {ln.best['name']} is "
+                         f"{phrase(mine, theirs, than=ln.peer['name'])} ({how} times)")
+    return "\n".join(found) or "*No best version trails its fastest peer.*"
+
+
+def host_gaps(lines):
+    """(line, peer row, events ms, busy ms) of the GPU peer whose CUDA-event time most
+    exceeds its device-busy time, or None where no peer has both."""
+    found = [(r["time_ms"]["median"] / r["busy_ms"]["median"], ln, r)
+             for ln in lines for r in ln.peers if "busy_ms" in r]
+    if not found:
+        return None
+    _, ln, r = max(found, key=lambda f: f[0])
+    return ln, r, r["time_ms"]["median"], r["busy_ms"]["median"]
 
 
 def behaviours(lines):

@@ -85,3 +85,43 @@ def test_bad_times_are_refused():
         compare.ms(0)
     with pytest.raises(ValueError, match="not a timed row"):
         compare.ms({"name": "x", "kind": "limit"})
+
+
+def with_busy(r, median, p10=None, p90=None, e2e=None):
+    band = row(median, p10, p90)["time_ms"]
+    return {**r, "busy_ms": band, **({"e2e_ms": row(e2e)["time_ms"]} if e2e else {})}
+
+
+def test_alike_takes_busy_times_only_where_both_rows_have_them():
+    ours = with_busy(row(0.010), 0.006, 0.0059, 0.0061)
+    lib = with_busy(row(0.40), 0.13, 0.129, 0.131)
+    a, b, how = compare.alike(ours, lib)
+    assert how == compare.BUSY and (compare.ms(a), compare.ms(b)) == (0.006, 0.13)
+    assert compare.bounds(a) == (0.0059, 0.0061)  # the busy band, for the verdict
+    cpu = row(20.0)
+    a, b, how = compare.alike(ours, cpu)
+    assert how == compare.EVENTS and (compare.ms(a), compare.ms(b)) == (0.010, 20.0)
+    assert compare.fair(ours, lib) == (0.006, 0.13, compare.BUSY)
+    assert compare.speedup(ours, lib) == pytest.approx(0.13 / 0.006)
+    assert set(compare.MEASURED) == {compare.BUSY, compare.EVENTS}
+
+
+def test_fastest_is_the_peer_least_behind_by_the_fair_measure():
+    ours = with_busy(row(0.010), 0.006)
+    cupy = with_busy(row(0.40), 0.13)   # slow by events (host gaps), fast by busy time
+    torch = with_busy(row(0.15), 0.14)
+    assert compare.fastest(ours, [torch, cupy]) is cupy
+    assert compare.fastest(ours, []) is None
+    # a peer without busy time is compared by events, row by row
+    assert compare.fastest(ours, [cupy, row(0.05)])["time_ms"]["median"] == 0.05
+
+
+def test_end_to_end_rows_and_ratio():
+    ours = with_busy(row(0.010), 0.006, e2e=0.2)
+    lib = with_busy(row(0.40), 0.13, e2e=0.4)
+    assert compare.ms(compare.end_to_end(ours)) == 0.2
+    assert compare.e2e_ratio(ours, lib) == pytest.approx(2.0)
+    assert compare.phrase(compare.end_to_end(ours), compare.end_to_end(lib)) == "2.0 times faster"
+    assert compare.e2e_ratio(ours, row(1.0)) is None
+    with pytest.raises(ValueError, match="end-to-end"):
+        compare.end_to_end(row(1.0))

@@ -53,6 +53,19 @@ ROWS = {
                peer("numpy.sum (CPU)", 5.0, where="host")],
     "contention": [kernel("one_counter", 3.0, counters=1), kernel("many", 0.5, counters=64),
                    {"name": "racy", "kind": "kernel", "wrong": 17}],
+    # device-busy times: the library call that synchronises inside has events of 0.40 ms
+    # but keeps the device busy 0.13 ms; by events the other peer (0.15) would look
+    # faster, by busy times it is slower (0.14). End to end, ours is the slower.
+    "busy": [kernel("hist", 0.010, gbps=500.0, busy_ms=timed(0.006)["time_ms"],
+                    e2e_ms=timed(0.200)["time_ms"]),
+             peer("cupy.histogram", 0.40, gbps=14.0, busy_ms=timed(0.13)["time_ms"],
+                  e2e_ms=timed(0.40)["time_ms"]),
+             peer("torch.histc", 0.15, gbps=30.0, busy_ms=timed(0.14)["time_ms"],
+                  e2e_ms=timed(0.16)["time_ms"]),
+             peer("numpy.bincount (CPU)", 20.0, gbps=0.3)],
+    # a library add faster than ours on the device (a 4-wide vectorised kernel)
+    "trails": [kernel("add_gridstride", 0.089, gbps=2700.0, busy_ms=timed(0.089)["time_ms"]),
+               peer("torch.add", 0.083, gbps=2900.0, busy_ms=timed(0.080)["time_ms"])],
 }
 
 
@@ -303,3 +316,50 @@ def test_no_recorded_floor_is_a_rows_time():
                  if r["kind"] in ("kernel", "peer") and "time_ms" in r
                  and abs(performance.ms(r) - ln.floor.ms) <= 1e-9 * ln.floor.ms]
     assert not same, "\n".join(same)
+
+
+def test_fair_compares_device_busy_times_where_both_rows_have_them():
+    hist, cupy, torch, cpu = ROWS["busy"]
+    assert performance.fair(hist, cupy) == (0.006, 0.13, performance.BUSY)
+    # a CPU row has no busy time: both fall back to CUDA events (its wall clock)
+    assert performance.fair(hist, cpu) == (0.010, 20.0, "events")
+    add = ROWS["add"]
+    assert performance.fair(add[1], add[3]) == (0.1, 0.11, "events")
+
+
+def test_fastest_peer_is_chosen_by_the_fair_ratio_with_the_end_to_end_beside(bench_dir):
+    record(bench_dir, ["busy"])
+    ln = lines_by_name(performance.summary())["busy"]
+    # by events torch.histc (0.15 ms) would be the faster peer; by busy time cupy's is
+    assert ln.peer["name"] == "cupy.histogram" and ln.measured == performance.BUSY
+    assert ln.speedup == pytest.approx(0.13 / 0.006)
+    assert ln.e2e_speedup == pytest.approx(0.40 / 0.200)
+    table = performance.table([ln])
+    assert "cupy.histogram: 130 \u00b5s (ours 6 \u00b5s, device-busy)" in table
+    assert f"| {0.13 / 0.006:,.2f}x<br>{0.40 / 0.2:,.2f}x end to end |" in table
+
+
+def test_events_fallback_where_a_row_has_no_busy_time(bench_dir):
+    record(bench_dir, ["add"])
+    ln = lines_by_name(performance.summary())["add"]
+    assert ln.measured == "events" and ln.e2e_speedup is None
+    assert "device-busy" not in performance.table([ln])
+
+
+def test_trailing_lists_a_best_version_slower_than_its_peer_measured_alike(bench_dir):
+    record(bench_dir, ["trails", "busy", "add"])
+    lines = performance.summary().lines
+    said = performance.trailing(lines)
+    assert said.splitlines() == ["* `matmul.fake_trails`: add_gridstride is 11% slower "
+                                 "than torch.add (device-busy times)"]
+    ahead = [ln for ln in lines if not ln.key.endswith("trails")]
+    assert performance.trailing(ahead) == "*No best version trails its fastest peer.*"
+
+
+def test_host_gaps_names_the_peer_whose_events_most_exceed_its_busy_time(bench_dir):
+    record(bench_dir, ["busy", "trails", "add"])
+    ln, row, events, busy = performance.host_gaps(performance.summary().lines)
+    assert (ln.key, row["name"], events, busy) == ("matmul.fake_busy", "cupy.histogram",
+                                                   0.40, 0.13)
+    record(bench_dir, ["add"])
+    assert performance.host_gaps(performance.summary().lines) is None
