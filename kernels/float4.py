@@ -7,8 +7,10 @@ function that writes LLVM IR); on the simulator, which runs kernels as Python, a
 plain function stands in for it and checks the alignment.
 """
 
+import numpy as np
 from llvmlite import ir
 from numba.cuda import cgutils, types
+from numba.cuda.core.errors import TypingError
 from numba.cuda.extending import intrinsic
 
 from kernels import SIMULATOR
@@ -16,8 +18,16 @@ from kernels import SIMULATOR
 WIDE = 4  # float32 in one 128-bit load
 
 
+def _refusal(what):
+    """The error for an array load_float4 cannot read: what was given, what is accepted."""
+    return (f"load_float4 got {what}; it accepts a 2D C-contiguous float32 array "
+            "(float32[:, ::1]) and integer row and col: it loads 16 bytes as 4 float32")
+
+
 def load_float4_simulated(x, row, col):
     """load_float4 on the simulator: the four values, and a check of the alignment."""
+    if x.ndim != 2 or x.dtype != np.float32:
+        raise TypeError(_refusal(f"a {x.ndim}D {x.dtype} array"))
     assert col % WIDE == 0 and x.shape[1] % WIDE == 0, "a 128-bit load must be aligned"
     return x[row, col], x[row, col + 1], x[row, col + 2], x[row, col + 3]
 
@@ -26,7 +36,14 @@ def load_float4_typed(typingctx, x, row, col):
     """x[row, col:col + 4] of a 2D float32 array as 4 float32, with one 128-bit load
     (ld.global.v4.f32): a pointer to x[row, col], cast to a pointer to 4 floats and
     loaded with 16-byte alignment. The caller makes sure that x[row, col] starts on a
-    16-byte boundary; no bounds are checked."""
+    16-byte boundary; no bounds are checked. Any other array is refused when the kernel
+    is compiled: the load would read its bytes as float32 whatever they hold."""
+    if not (isinstance(x, types.Array) and x.dtype == types.float32 and x.ndim == 2
+            and x.layout == "C"):
+        raise TypingError(_refusal(f"x of type {x}"))
+    if not (isinstance(row, types.Integer) and isinstance(col, types.Integer)):
+        raise TypingError(_refusal(f"row of type {row} and col of type {col}"))
+
     def codegen(context, builder, sig, args):
         (xty, rowty, colty), (x, row, col) = sig.args, args
         index = [context.cast(builder, row, rowty, types.intp),

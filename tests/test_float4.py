@@ -2,6 +2,7 @@ import numpy as np
 import pytest
 
 from kernels import float4
+from ptx import without_simulator
 
 
 def test_the_simulator_stand_in_gives_four_consecutive_values(rng):
@@ -13,3 +14,29 @@ def test_the_simulator_stand_in_gives_four_consecutive_values(rng):
 def test_the_simulator_stand_in_refuses_a_load_off_16_byte_boundaries(shape, col):
     with pytest.raises(AssertionError, match="aligned"):
         float4.load_float4_simulated(np.ones(shape, np.float32), 1, col)
+
+
+def test_the_simulator_stand_in_refuses_a_float64_array():
+    with pytest.raises(TypeError, match=r"got a 2D float64 array; it accepts a 2D "
+                                        r"C-contiguous float32 array"):
+        float4.load_float4_simulated(np.ones((2, 8)), 0, 0)
+
+
+def test_the_intrinsic_refuses_any_array_but_float32_c_contiguous_2d_when_compiled():
+    # compiled for a GPU target in a process without the simulator (no GPU needed)
+    code = ("from numba import cuda; from kernels import float4\n"
+            "def first(x, out):\n"
+            "    out[0] = float4.load_float4(x, 0, 0)[0]\n"
+            "for x in ('float32[:, ::1]', 'float64[:, ::1]', 'float32[:, :]', 'float32[::1]'):\n"
+            "    try:\n"
+            "        cuda.compile_ptx(first, f'void({x}, float32[::1])', cc=(7, 5))\n"
+            "        print(x, 'compiled')\n"
+            "    except Exception as e:\n"
+            "        print(x, next(line.strip() for line in str(e).splitlines()\n"
+            "                      if 'load_float4 got' in line))\n")
+    lines = without_simulator(code).splitlines()
+    accepted = "it accepts a 2D C-contiguous float32 array (float32[:, ::1])"
+    assert lines[0] == "float32[:, ::1] compiled"
+    for line, given in zip(lines[1:], ("array(float64, 2d, C)", "array(float32, 2d, A)",
+                                       "array(float32, 1d, C)"), strict=True):
+        assert f"load_float4 got x of type {given}; {accepted}" in line, line
