@@ -63,7 +63,7 @@ BUSY = "device-busy"  # the profiler's sum of a call's kernel, copy and memset d
 EVENTS = "events"     # CUDA events around the call (a CPU row's: its wall clock)
 MEASURED = {BUSY: "device-busy time from the profiler (the sum of each call's kernel "
                   "durations, the same measure on both sides)",
-            EVENTS: "GPU time from CUDA events (this recording has no profiler times)"}
+            EVENTS: "GPU time from CUDA events (no profiler times here)"}
 
 
 def alike(a, b):
