@@ -114,7 +114,7 @@ PAGE_FIT_JS = r"""
   const root = document.documentElement;
   const article = document.querySelector("article.bd-article");
   const found = {page: root.scrollWidth, window: root.clientWidth, code: [], listings: [],
-                 art: [], split: []};
+                 art: [], split: [], ellipsis: []};
   if (!article) return found;
   const box = article.getBoundingClientRect();
   const edge = {left: Math.max(box.left, 0), right: Math.min(box.right, root.clientWidth)};
@@ -127,6 +127,24 @@ PAGE_FIT_JS = r"""
         frame = {left: Math.max(r.left, edge.left), right: Math.min(r.right, edge.right)};
         break;
       }
+    }
+    // an ellipsis, `kernel[blocks, threads](...)`, broken over two lines reads as a
+    // sentence's full stop and a stray pair of dots (course.js splits the text node
+    // where a line may break, so the dots are found across the pieces)
+    const at = code.textContent.indexOf("...");
+    if (at >= 0) {
+      const walker = document.createTreeWalker(code, NodeFilter.SHOW_TEXT);
+      const range = document.createRange();
+      let offset = 0;
+      while (walker.nextNode()) {
+        const node = walker.currentNode, end = offset + node.data.length;
+        if (offset <= at && at < end) range.setStart(node, at - offset);
+        if (offset < at + 3 && at + 3 <= end) range.setEnd(node, at + 3 - offset);
+        offset = end;
+      }
+      const tops = new Set([...range.getClientRects()].filter((r) => r.width > 0)
+        .map((r) => Math.round(r.top)));
+      if (tops.size > 1) found.ellipsis.push(code.textContent.slice(0, 80));
     }
     for (const r of code.getClientRects()) {  // one per line the code is broken over
       const cut = Math.max(r.right - frame.right, frame.left - r.left);

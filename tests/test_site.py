@@ -259,12 +259,14 @@ def test_pages_are_no_wider_than_the_window(site, name):
 @pytest.mark.parametrize("name", PAGES)
 def test_code_fits_the_column(site, name):
     """No inline code runs past the column or is cut by the edge of its box (an
-    exercise's `checks.xxx(...)` call), and no code listing hides the end of its lines
-    (course.js wraps them to the column)."""
+    exercise's `checks.xxx(...)` call) or broken inside its `...`, and no code listing
+    hides the end of its lines (course.js wraps them to the column)."""
     bad = [f"{w} px: inline code cut by {c['cut']} px: {c['text']!r}"
            for w, f in site[name]["fit"].items() for c in f["code"]]
     bad += [f"{w} px: a listing scrolls {c['hidden']} px sideways: {c['text']!r}"
             for w, f in site[name]["fit"].items() for c in f["listings"]]
+    bad += [f"{w} px: inline code broken inside its '...': {text!r}"
+            for w, f in site[name]["fit"].items() for text in f["ellipsis"]]
     assert not bad, f"{name}: code does not fit the column:\n" + "\n".join(bad)
 
 

@@ -186,8 +186,9 @@ function indentOf(line, spaces) {
   line.prepend(indent);
 }
 
-// Inline code may break where a reader would: after a dot, an underscore, a comma or
-// a slash, and before an opening parenthesis (course.css breaks a name elsewhere only
+// Inline code may break where a reader would: after a dot (not inside an ellipsis:
+// `(...)` stays whole), an underscore, a comma or a slash, and before an opening
+// parenthesis (course.css breaks a name elsewhere only
 // when no such place is left), so `cuda.threadIdx.x` in a narrow table cell reads
 // "cuda.threadIdx." / "x", not "cuda.threadI" / "dx.x". The text is unchanged.
 function breakableInlineCode() {
@@ -196,7 +197,7 @@ function breakableInlineCode() {
     const texts = [];
     while (walker.nextNode()) texts.push(walker.currentNode);
     for (const text of texts) {
-      const parts = text.data.split(/(?<=[._,/])|(?=\()/);
+      const parts = text.data.split(/(?<=[_,/]|[^.]\.)(?=[^.])|(?=\()/);
       if (parts.length < 2) continue;
       text.replaceWith(...parts.flatMap((part, i) =>
         i ? [document.createElement("wbr"), part] : [part]));
