@@ -167,24 +167,35 @@ PAGE_FIT_JS = r"""
     }
     const hidden = pre.scrollWidth - pre.clientWidth;
     if (hidden > 1) found.listings.push({hidden: hidden, text: pre.textContent.slice(0, 80)});
-    // a name (or a quoted string) broken over two lines though the room its line
-    // wraps into would hold it whole
+    // a name, a quoted name or a number (2.930, 1,001) broken over two lines though
+    // the room its line wraps into would hold it whole
     const room = pre.clientWidth - parseFloat(style.paddingLeft) -
       parseFloat(style.paddingRight);
+    // course.js splits text nodes where a line may break: names are found in the
+    // listing's whole text, then measured across the pieces
     const walker = document.createTreeWalker(pre, NodeFilter.SHOW_TEXT);
+    const pieces = [];  // [node, offset of its first character]
+    let length = 0;
     while (walker.nextNode()) {
-      const node = walker.currentNode;
-      for (const m of node.data.matchAll(/"?[A-Za-z_][A-Za-z0-9_]*"?/g)) {
-        const range = document.createRange();
-        range.setStart(node, m.index);
-        range.setEnd(node, m.index + m[0].length);
-        const rects = [...range.getClientRects()].filter((r) => r.width > 0);
-        if (rects.length < 2) continue;
-        const line = node.parentElement.closest(".course-line");
-        const wraps = room - (line ? parseFloat(getComputedStyle(line).paddingLeft) : 0);
-        if (rects.reduce((sum, r) => sum + r.width, 0) <= wraps) {
-          found.split.push({name: m[0], line: (line || pre).textContent.slice(0, 80)});
-        }
+      pieces.push([walker.currentNode, length]);
+      length += walker.currentNode.data.length;
+    }
+    const at = (offset) => {  // the piece holding character `offset`, and where in it
+      const [node, start] = pieces.findLast(([n, start]) => start <= offset && n.data.length);
+      return [node, offset - start];
+    };
+    const whole = pieces.map(([node]) => node.data).join("");
+    for (const m of whole.matchAll(/"?[A-Za-z_][A-Za-z0-9_]*"?|\d[\d.,]*\d/g)) {
+      const range = document.createRange();
+      range.setStart(...at(m.index));
+      const [last, end] = at(m.index + m[0].length - 1);
+      range.setEnd(last, end + 1);
+      const rects = [...range.getClientRects()].filter((r) => r.width > 0);
+      if (new Set(rects.map((r) => Math.round(r.top))).size < 2) continue;
+      const line = range.startContainer.parentElement.closest(".course-line");
+      const wraps = room - (line ? parseFloat(getComputedStyle(line).paddingLeft) : 0);
+      if (rects.reduce((sum, r) => sum + r.width, 0) <= wraps) {
+        found.split.push({name: m[0], line: (line || pre).textContent.slice(0, 80)});
       }
     }
   }

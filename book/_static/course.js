@@ -143,7 +143,8 @@ function wrapCodeLines() {
 // A long line wraps between names, as a reader would break it: after a dot, a comma,
 // an opening parenthesis or an equals sign, and after a square bracket that opens a
 // list or a string (`kernel[` / `blocks, threads]`, `bad[` / `"name"]`), not one
-// short index (`b[` / `j]` reads worse than `b[j]` moved whole). Without these places, a
+// short index (`b[` / `j]` reads worse than `b[j]` moved whole); never inside a number
+// (2.930, 1,001). Without these places, a
 // run such as `harness.live_or_recorded("atomics.race")` has none but its
 // spaces, and overflow-wrap cut it wherever the column ended, inside a name. A name
 // is cut only when it is longer than the line's room.
@@ -158,7 +159,7 @@ function breakBetweenNames(line) {
   const whole = texts.map(([node]) => node.data).join("");
   // the highlighter puts each name and mark in a span of its own: the places are found
   // in the line's whole text, then made in whichever piece holds them (last first)
-  const places = [...whole.matchAll(/(?<=[.,(=])(?=\S)|(?<=\[)(?=["']|[^\]\s][^\]]*,)/g)]
+  const places = [...whole.matchAll(/(?<=[(=]|\D,)(?=\S)|(?<=\.)(?=[^\s\d.])|(?<=\[)(?=["']|[^\]\s][^\]]*,)/g)]
     .map((m) => m.index).reverse();
   for (const place of places) {
     const [node, start] = texts.findLast(([, start]) => start <= place);
