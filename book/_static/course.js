@@ -159,11 +159,11 @@ function breakBetweenNames(line) {
   const whole = texts.map(([node]) => node.data).join("");
   // the highlighter puts each name and mark in a span of its own: the places are found
   // in the line's whole text, then made in whichever piece holds them (last first)
-  const places = [...whole.matchAll(/(?<=[(=]|\D,)(?=\S)|(?<=\.)(?=[^\s\d.])|(?<=\[)(?=["']|[^\]\s][^\]]*,)/g)]
-    .map((m) => m.index).reverse();
-  for (const place of places) {
-    const [node, start] = texts.findLast(([, start]) => start <= place);
-    const after = place === start ? node : node.splitText(place - start);
+  const place = /(?<=[(=]|\D,)(?=\S)|(?<=\.)(?=[^\s\d.])|(?<=\[)(?=["']|[^\]\s][^\]]*,)/g;
+  const places = [...whole.matchAll(place)].map((m) => m.index).reverse();
+  for (const at of places) {
+    const [node, start] = texts.findLast(([, start]) => start <= at);
+    const after = at === start ? node : node.splitText(at - start);
     after.before(document.createElement("wbr"));
   }
 }
