@@ -111,8 +111,8 @@ def test_streams_a_handful_of_chunks_suffice_and_shrinking_gains_inside_the_nois
     towards the end "leave a shorter last copy out, but on the H100 and the H200 recorded
     for this book that made the pipeline no measurably faster than equal chunks" (at the
     chunk count the text compares: a recording of another GPU fails until the sentence
-    says what it shows); the fastest pipeline is not slower than the two whole copies at
-    once (the mark the text sets)."""
+    says what it shows). How the fastest pipeline stands against the two whole copies at
+    once is glued (compare.phrase): slower on the H200 run of 2026-11-26 within its noise."""
     pipe = _pipe()
     assert any(gpu in pipe.env["device"]["name"] for gpu in ("H100", "H200"))
     params = pipe.entry["params"]
@@ -122,8 +122,6 @@ def test_streams_a_handful_of_chunks_suffice_and_shrinking_gains_inside_the_nois
     used = pipe.get(STAGE, chunks=params["shrink_at"], memory="pinned", shrink=params["shrink"])
     equal = pipe.get(STAGE, chunks=params["shrink_at"], memory="pinned", shrink=1)
     assert compare.verdict(used, equal) == "as fast"
-    fastest = min(pipe.rows(memory="pinned"), key=med)
-    assert compare.verdict(fastest, pipe.get("copy in and out at once, whole")) != "slower"
 
 
 def test_streams_shared_buffers_race_shows_in_some_runs_only():
