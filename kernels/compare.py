@@ -15,11 +15,13 @@ re-recording that flips a comparison changes the word, or fails a test.
 * ``single_runs(runs)`` how far single runs (a timeline each) end from their medians,
                         in words: "within 8% ..." or which one strays, and by how much
 
-Against a peer, times measured alike (``alike``): the device-busy time from the
-profiler where both rows have one, else their CUDA-event times.
+Against a peer, times measured alike (``alike``): CUDA events where both calls were
+queued behind the same spin kernel (their device time, each call's own gaps between
+its kernels included); the device-busy time from the profiler where a call waits for
+the GPU inside (a ``timed`` row), whose events would count host work too.
 
 * ``alike(a, b)``       (a, b, how): the two rows with the fair measure as their time,
-                        and its name, BUSY or EVENTS
+                        and its name, BUSY or EVENTS (UNEVEN: no fair one recorded)
 * ``fair(a, b)``        (ms of a, ms of b, how), measured alike
 * ``speedup(t, peer)``  the peer's time over `t`'s, measured alike (below 1: `t` trails)
 * ``fastest(t, peers)`` the peer that `t` is least ahead of, measured alike
@@ -61,20 +63,28 @@ def bounds(x):
 
 BUSY = "device-busy"  # the profiler's sum of a call's kernel, copy and memset durations
 EVENTS = "events"     # CUDA events around the call (a CPU row's: its wall clock)
+UNEVEN = "events, host work included"  # a call that waits inside, without busy times
 MEASURED = {BUSY: "device-busy time from the profiler (the sum of each call's kernel "
-                  "durations, the same measure on both sides)",
-            EVENTS: "GPU time from CUDA events (no profiler times here)"}
+                  "durations, the same measure on both sides, as one call waits for "
+                  "the GPU inside)",
+            EVENTS: "CUDA-event times (a GPU call queued behind the same spin kernel "
+                    "as ours; a CPU peer's wall clock)",
+            UNEVEN: "CUDA events, which count the library call's host work too (no "
+                    "profiler times here): an upper bound on its GPU time"}
 
 
 def alike(a, b):
     """(a, b, how): two recorded rows with their times measured alike, as rows that
-    ms, bounds, verdict and phrase read. The device-busy time from the profiler where
-    both rows have it: a library call that synchronises inside then counts its device
-    work only, as ours does, where CUDA events around it would count its host gaps too.
-    Else (a CPU row, a recording without the profiler) their CUDA-event times."""
-    if "busy_ms" in a and "busy_ms" in b:
+    ms, bounds, verdict and phrase read. Where one call waits for the GPU inside (its
+    row says how it was ``timed``), events around it count its host work too: then the
+    device-busy time from the profiler for both, where both rows have one. Else their
+    CUDA-event times: both calls were queued behind the same spin kernel, so events see
+    each one's device time, the gaps between its own kernels included, which a sum of
+    kernel durations would leave out (favouring a call of several kernels)."""
+    blocking = "timed" in a or "timed" in b
+    if blocking and "busy_ms" in a and "busy_ms" in b:
         return {**a, "time_ms": a["busy_ms"]}, {**b, "time_ms": b["busy_ms"]}, BUSY
-    return a, b, EVENTS
+    return a, b, UNEVEN if blocking else EVENTS
 
 
 def fair(a, b):

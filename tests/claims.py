@@ -164,10 +164,21 @@ def agrees(said, mine, theirs):
 
 
 def fair_ms(row, other):
-    """A row's median time measured as `other`'s: device-busy where both have one, else
-    the CUDA-event time (read here without kernels.compare, to check it)."""
-    key = "busy_ms" if "busy_ms" in row and "busy_ms" in other else "time_ms"
+    """A row's median time measured as `other`'s (read here without kernels.compare, to
+    check it): device-busy where one of them waits for the GPU inside (its row says how
+    it was `timed`) and both have one, else the CUDA-event time."""
+    blocking = "timed" in row or "timed" in other
+    key = "busy_ms" if blocking and "busy_ms" in row and "busy_ms" in other else "time_ms"
     return row[key]["median"]
+
+
+def measure_words(*rows):
+    """How a sentence comparing `rows` alike must name its times: the start of
+    kernels.compare.MEASURED's entry for them."""
+    blocking = any("timed" in r for r in rows)
+    if blocking and all("busy_ms" in r for r in rows):
+        return "device-busy"
+    return "CUDA events, which count" if blocking else "CUDA-event times"
 
 
 def render(chapter, marker, **names):

@@ -210,5 +210,4 @@ def test_matmul_shares_of_cublas_measured_alike_against_the_faster_call():
     glued = claims.render("matmul", "# shares of cuBLAS", ladder=ladder, top=top, best=best,
                           sizes=ladder.entry["params"]["sizes"])
     assert glued["best_pct"] == f"{share:.0f}"
-    assert glued["cublas_measure"].startswith(
-        "device-busy" if all("busy_ms" in r for r in (best, *libs)) else "GPU time from CUDA")
+    assert glued["cublas_measure"].startswith(claims.measure_words(best, libs[0]))

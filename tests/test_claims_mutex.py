@@ -45,8 +45,9 @@ def _rendered(dot):
     import claims
     floor_us = (2 * 4 * dot.entry["params"]["n"] / dot.limits["copy_gbps"] / 1e3
                 + 1e3 * dot.limits.get("kernel_ms", 0))
+    from kernels import mutex
     return claims.render("mutex", "kernel_rows = dot.rows", dot=dot, compare=compare,
-                         rows=dot.entry["rows"], floor_us=floor_us)
+                         mutex=mutex, rows=dot.entry["rows"], floor_us=floor_us)
 
 
 def _rendered_contention(cont):

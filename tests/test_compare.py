@@ -92,9 +92,15 @@ def with_busy(r, median, p10=None, p90=None, e2e=None):
     return {**r, "busy_ms": band, **({"e2e_ms": row(e2e)["time_ms"]} if e2e else {})}
 
 
-def test_alike_takes_busy_times_only_where_both_rows_have_them():
+BLOCKING = {"timed": "CUDATimer per call (the call may synchronise)"}
+
+
+def test_alike_takes_busy_times_only_against_a_call_that_waits_inside():
     ours = with_busy(row(0.010), 0.006, 0.0059, 0.0061)
-    lib = with_busy(row(0.40), 0.13, 0.129, 0.131)
+    lib = {**with_busy(row(0.40), 0.13, 0.129, 0.131), **BLOCKING}
+    # a queued library call: events for both, each call's own kernel gaps included
+    queued = with_busy(row(0.012), 0.007)
+    assert compare.fair(ours, queued) == (0.010, 0.012, compare.EVENTS)
     a, b, how = compare.alike(ours, lib)
     assert how == compare.BUSY and (compare.ms(a), compare.ms(b)) == (0.006, 0.13)
     assert compare.bounds(a) == (0.0059, 0.0061)  # the busy band, for the verdict
@@ -103,13 +109,16 @@ def test_alike_takes_busy_times_only_where_both_rows_have_them():
     assert how == compare.EVENTS and (compare.ms(a), compare.ms(b)) == (0.010, 20.0)
     assert compare.fair(ours, lib) == (0.006, 0.13, compare.BUSY)
     assert compare.speedup(ours, lib) == pytest.approx(0.13 / 0.006)
-    assert set(compare.MEASURED) == {compare.BUSY, compare.EVENTS}
+    assert set(compare.MEASURED) == {compare.BUSY, compare.EVENTS, compare.UNEVEN}
+    # against a call that waits inside, without busy times, the comparison says so
+    assert compare.fair(ours, {**row(0.40), **BLOCKING})[2] == compare.UNEVEN
 
 
 def test_fastest_is_the_peer_least_behind_by_the_fair_measure():
     ours = with_busy(row(0.010), 0.006)
-    cupy = with_busy(row(0.40), 0.13)   # slow by events (host gaps), fast by busy time
-    torch = with_busy(row(0.15), 0.14)
+    # both wait inside: slow by events (host gaps), fast by busy time
+    cupy = {**with_busy(row(0.40), 0.13), **BLOCKING}
+    torch = {**with_busy(row(0.15), 0.14), **BLOCKING}
     assert compare.fastest(ours, [torch, cupy]) is cupy
     assert compare.fastest(ours, []) is None
     # a peer without busy time is compared by events, row by row
