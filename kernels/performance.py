@@ -375,7 +375,7 @@ def _panel(ax, lines):
             ax.plot(ln.floor.ms, yy, "k|", ms=11, mew=2)
         ax.plot(ms(ln.best), yy, "o", color="tab:blue", ms=8)
         # from the figure's left edge: the whole width, under the row's name
-        ax.text(0.01, yy + 0.42, textwrap.shorten(_who(ln), 95, placeholder=" ..."),
+        ax.text(0.01, yy + 0.42, textwrap.shorten(_who(ln), 85, placeholder=" ..."),
                 transform=matplotlib.transforms.blended_transform_factory(
                     ax.figure.transFigure, ax.transData),
                 va="center", color="dimgray", in_layout=False,
