@@ -45,16 +45,21 @@ def unavailable():
     return None
 
 
+def _work(events, ignore, categories=DEVICE_WORK):
+    """The trace's records of device work of `categories`, by start, less those whose
+    name holds a string of `ignore`."""
+    return sorted((e for e in events if e.get("cat") in categories
+                   and not any(s in e.get("name", "") for s in ignore)),
+                  key=lambda e: e["ts"])
+
+
 def split_calls(events, ignore=()):
     """Per-call device-busy ms from Chrome-trace events of calls run one by one with
     idle gaps of GAP_US between them: records of device work are grouped where the
     device idled longer than half a gap, and each group's durations summed. Records
     whose name contains a string of `ignore` (the L2 flush between calls) are dropped."""
-    work = sorted((e for e in events if e.get("cat") in DEVICE_WORK
-                   and not any(s in e.get("name", "") for s in ignore)),
-                  key=lambda e: e["ts"])
     calls, end = [], None
-    for e in work:
+    for e in _work(events, ignore):
         if end is None or e["ts"] - end > GAP_US / 2:
             calls.append(0.0)
         calls[-1] += e["dur"] / 1e3
@@ -65,9 +70,8 @@ def split_calls(events, ignore=()):
 def kernel_names(events, ignore=()):
     """The distinct kernels of the trace, in order of first launch, each name cut to
     NAME_CHARS (a C++ template's name runs to hundreds): what the library ran."""
-    names = [e["name"][:NAME_CHARS] for e in sorted(events, key=lambda e: e.get("ts", 0))
-             if e.get("cat") == "kernel" and not any(s in e.get("name", "") for s in ignore)]
-    return list(dict.fromkeys(names))
+    return list(dict.fromkeys(e["name"][:NAME_CHARS]
+                              for e in _work(events, ignore, categories=("kernel",))))
 
 
 def busy_times(fn, *, repeats, before=None, ignore=()):
