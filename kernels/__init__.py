@@ -15,6 +15,7 @@ a small one on the simulator (which runs each CUDA thread as an OS thread).
 """
 
 import ctypes
+import importlib.util
 import os
 import sys
 
@@ -58,6 +59,37 @@ def _decide():
     return True, why_not
 
 
+class _AfterImport:
+    """A finder that runs `then()` once module `name` has been imported and executed
+    (Python has no post-import hook): it wraps the spec the other finders return."""
+
+    def __init__(self, name, then):
+        self.name, self.then = name, then
+
+    def find_spec(self, fullname, path, target=None):
+        if fullname != self.name:
+            return None
+        sys.meta_path.remove(self)
+        spec = importlib.util.find_spec(fullname)
+        run = spec.loader.exec_module
+
+        def exec_module(module):
+            run(module)
+            self.then()
+        spec.loader.exec_module = exec_module
+        return spec
+
+
+def after_numba_cuda(then):
+    """Run `then()` once numba.cuda is imported: now if it is, else right after its import
+    (the course's patches of Numba wait for it, so that a process that never launches a
+    kernel, such as the grader's command line, is spared Numba's import)."""
+    if "numba.cuda" in sys.modules:
+        then()
+    else:
+        sys.meta_path.insert(0, _AfterImport("numba.cuda", then))
+
+
 SIMULATOR, REASON = _decide()
 # The course launches tiny grids on purpose (a [1, 1] launch is a debugging tool).
 os.environ.setdefault("NUMBA_CUDA_LOW_OCCUPANCY_WARNINGS", "0")
@@ -71,9 +103,8 @@ if SIMULATOR:
         "checked at small sizes; timings shown are recorded GPU results.",
         file=sys.stderr, flush=True,
     )
-    from kernels import simulator
-
-    simulator.install()  # its block manager yields while it waits: launches take less CPU
+    # Its block manager yields while it waits: launches take less CPU.
+    after_numba_cuda(lambda: importlib.import_module("kernels.simulator"))  # installs it
 
 # Every problem size in the course, as (on a GPU, on the simulator). The simulator
 # sizes do not divide typical block sizes, so uneven tails are always exercised.

@@ -9,7 +9,8 @@ for a whole switch interval each time it gets it: a split-k matmul launch of 256
 blocks took 3 to 7 times the CPU time of the same launch with the manager below, which
 is Numba's (numba-cuda 0.30) but for one `time.sleep(0)` per poll, as the tracer's own
 loop has (kernels.trace.blocks). What threads run, and in what order blocks run, is
-unchanged. `import kernels` installs it on the simulator.
+unchanged. Importing this module installs it on the simulator (`import kernels` does,
+once numba.cuda is imported).
 
 On the simulator a pinned array (cuda.pinned_array, pinned_array_like, or one inside
 `with cuda.pinned(...)`) is ordinary memory. The tracer needs to know which host
@@ -25,6 +26,8 @@ import weakref
 import numpy as np
 from numba.cuda.simulator import kernel
 from numba.cuda.simulator.cudadrv import devicearray
+
+import kernels
 
 _PAGE_LOCKED = {}  # id of a root array -> a weak reference to it
 
@@ -106,9 +109,15 @@ def install():
     """Make the simulator's launches use YieldingBlockManager, and note pinned arrays."""
     from numba import cuda
 
+    if kernel.BlockManager is YieldingBlockManager:
+        return
     kernel.BlockManager = YieldingBlockManager
     for name in ("pinned_array", "pinned_array_like"):
         made = _noting(getattr(devicearray, name))
         setattr(devicearray, name, made)
         setattr(cuda, name, made)
     devicearray.pinned = cuda.pinned = pinned
+
+
+if kernels.SIMULATOR:
+    install()

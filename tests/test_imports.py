@@ -115,3 +115,24 @@ def test_each_checker_module_imports_first_on_its_own():
                          capture_output=True, text=True, timeout=300)
     assert run.returncode == 0, run.stderr
     assert len(names) > 5 and json.loads(run.stdout) == {}, run.stdout
+
+
+PATCHES_AFTER_NUMBA = """
+import sys
+import kernels.grading.cli  # the grader's command line: it launches no kernel
+assert "numba" not in sys.modules, "the command line imported Numba"
+from kernels import checks, simulator
+from numba import cuda  # the course's patches of Numba follow its import
+from numba.cuda.simulator import kernel
+assert kernel.BlockManager is simulator.YieldingBlockManager
+assert kernel.FakeCUDAKernel.__call__.__name__ == "counted"  # checks.launches counts
+assert cuda.pinned is simulator.pinned and "saxpy" in checks.__all__
+print("ok")
+"""
+
+
+def test_the_command_line_spares_numba_and_the_patches_follow_its_import():
+    env = dict(os.environ, PYTHONPATH=str(PACKAGE.parent), NUMBA_ENABLE_CUDASIM="1")
+    run = subprocess.run([sys.executable, "-c", PATCHES_AFTER_NUMBA], env=env,
+                         capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0 and run.stdout.strip() == "ok", run.stderr

@@ -19,12 +19,36 @@ process of their own, so that the reader's code never meets the comparison.
 import importlib
 import pkgutil
 
-from kernels.checks.core import Report  # noqa: F401
 
-__all__ = ["Report"]
-for _info in pkgutil.iter_modules(__path__):
-    if _info.name != "core":
-        _module = importlib.import_module(f"{__name__}.{_info.name}")
-        for _name in _module.__all__:
-            globals()[_name] = getattr(_module, _name)
-            __all__.append(_name)
+def gather():
+    """Import every checker module and put its __all__ in this namespace (readers call
+    `checks.<name>`; an answer process needs every answer step registered): on first use,
+    not on import, so that a process that needs only the exercise table
+    (kernels.checks.registry, which imports through this package) does not import Numba
+    (the grader's command line). Returns the names."""
+    names = ["Report"]
+    for info in pkgutil.iter_modules(__path__):
+        if info.name != "core":
+            module = importlib.import_module(f"{__name__}.{info.name}")
+            for name in module.__all__:
+                globals()[name] = getattr(module, name)
+                names.append(name)
+    globals()["Report"] = importlib.import_module(f"{__name__}.core").Report
+    globals()["__all__"] = names
+    return names
+
+
+def __getattr__(name):  # PEP 562: called only for a name not yet in this namespace
+    if name.startswith("__") and name != "__all__":
+        raise AttributeError(name)
+    if name in {info.name for info in pkgutil.iter_modules(__path__)}:
+        return importlib.import_module(f"{__name__}.{name}")  # `from kernels.checks import x`
+    gather()
+    try:
+        return globals()[name]
+    except KeyError:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}") from None
+
+
+def __dir__():  # what a notebook's tab completion lists
+    return sorted(set(globals()) | set(gather()))

@@ -21,7 +21,7 @@ import threading
 
 import numpy as np
 
-from kernels import SIMULATOR
+from kernels import SIMULATOR, after_numba_cuda
 
 __all__ = []  # kernels.checks gathers checkers; import this module by name
 
@@ -185,4 +185,4 @@ def _install():
         dispatcher._LaunchConfiguration.__call__ = counted
 
 
-_install()
+after_numba_cuda(_install)

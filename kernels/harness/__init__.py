@@ -15,17 +15,27 @@ Module data (``BENCH_DIR``, ``TOPICS``, ``SCHEMA``, ``BENCHMARKS``) is read, and
 by tests, in the module that holds it: ``harness.recording.BENCH_DIR``.
 """
 
-from kernels.harness.checking import MismatchError, check, default_tolerance, to_host
-from kernels.harness.recording import (Benchmark, Result, benchmark, environment,
-                                       live_or_recorded, load_benchmarks, merge_recording,
-                                       recorded, recordings, row, run_benchmark, slug,
-                                       source_hash, write_recording)
-from kernels.harness.timing import (CUDATimer, Timing, flush_l2, measure_limits, require_gpu,
-                                    time_blocking, time_cpu, time_gpu)
+import importlib
 
-__all__ = ["MismatchError", "check", "default_tolerance", "to_host",
-           "CUDATimer", "Timing", "flush_l2", "measure_limits", "require_gpu",
-           "time_blocking", "time_cpu", "time_gpu",
-           "Benchmark", "Result", "benchmark", "environment", "live_or_recorded",
-           "load_benchmarks", "merge_recording", "recorded", "recordings", "row",
-           "run_benchmark", "slug", "source_hash", "write_recording"]
+# Each name's module. Loaded on first use (PEP 562), so that a process that only reads
+# recordings (the grader's command line) does not import Numba for the timers.
+_HOME = {**dict.fromkeys(["MismatchError", "check", "default_tolerance", "to_host"],
+                         "checking"),
+         **dict.fromkeys(["CUDATimer", "Timing", "flush_l2", "measure_limits", "require_gpu",
+                          "time_blocking", "time_cpu", "time_gpu"], "timing"),
+         **dict.fromkeys(["Benchmark", "Result", "benchmark", "environment",
+                          "live_or_recorded", "load_benchmarks", "merge_recording",
+                          "recorded", "recordings", "row", "run_benchmark", "slug",
+                          "source_hash", "write_recording"], "recording")}
+__all__ = list(_HOME)
+
+
+def __getattr__(name):
+    if name in _HOME:
+        value = getattr(importlib.import_module(f"{__name__}.{_HOME[name]}"), name)
+    elif name in set(_HOME.values()) | {"profiler"}:
+        value = importlib.import_module(f"{__name__}.{name}")
+    else:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    globals()[name] = value
+    return value

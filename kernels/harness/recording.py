@@ -16,10 +16,8 @@ import platform
 import re
 
 import numpy as np
-from numba import cuda
 
 from kernels import SIMULATOR, device
-from kernels.harness.timing import measure_limits, require_gpu
 
 # In a checkout the recordings live with the book; an installed package (as on
 # Colab) carries a copy of them as kernels/recordings (see pyproject.toml).
@@ -103,6 +101,8 @@ def row(name, kind, timing=None, **fields):
 
 def run_benchmark(key):
     """Run one registered benchmark now, on the GPU; return its entry."""
+    from kernels.harness.timing import require_gpu
+
     require_gpu("a benchmark")
     bench = load_benchmarks(key.split(".")[0])[key]
     entry = bench.fn()
@@ -114,6 +114,7 @@ def run_benchmark(key):
 def environment():
     """Device and software versions, for a recording's header."""
     import numba_cuda
+    from numba import cuda
 
     env = {"device": device(), "numba_cuda": numba_cuda.__version__,
            "numpy": np.__version__, "python": platform.python_version()}
@@ -236,5 +237,7 @@ def live_or_recorded(key):
     run it (the student edition and the top-k solution), return its recording."""
     if SIMULATOR or key not in load_benchmarks(key.split(".")[0]):
         return recorded(key)
+    from kernels.harness.timing import measure_limits
+
     return Result(key, run_benchmark(key), environment(), measure_limits(), live=True,
                   stale=False)
