@@ -112,6 +112,13 @@ def test_profiled_calls_are_split_at_idle_gaps_and_their_device_work_summed():
     assert profiler.kernel_names(events, ignore=("flush",)) == ["mine"]
 
 
+def test_overlapping_device_work_counts_once():
+    from kernels.harness import profiler
+    events = [_work("a", 100, 10), _work("b", 105, 10, "gpu_memcpy"),  # 100-115: 15 us
+              _work("c", 106, 2), _work("d", 130, 4)]  # inside b; then 4 us after a gap
+    assert profiler.split_calls(events) == pytest.approx([0.019])
+
+
 def test_profiling_is_off_outside_the_bench_command():
     from kernels.harness import profiler
     assert "kernels bench" in profiler.unavailable()

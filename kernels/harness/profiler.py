@@ -6,8 +6,8 @@ between them, and a call that synchronises inside (``cupy.histogram`` reads a va
 back) leaves host gaps between its kernels in that interval: events then compare our
 GPU time with a peer's GPU-plus-host time. CUPTI, NVIDIA's profiling interface, records
 the start and end of every kernel, copy and memset the process runs, whichever
-library launched it. ``busy_times`` sums those per call: device-busy time, gaps left
-out, on both sides alike. It reads CUPTI through ``torch.profiler`` (PyTorch ships it
+library launched it. ``busy_times`` takes the time covered by those per call:
+device-busy time, gaps left out, on both sides alike. It reads CUPTI through ``torch.profiler`` (PyTorch ships it
 and Colab has it); without PyTorch it returns None and says why.
 
 It runs only where ``ENABLED`` is set: in ``python -m kernels bench``, whose recordings
@@ -56,14 +56,18 @@ def _work(events, ignore, categories=DEVICE_WORK):
 def split_calls(events, ignore=()):
     """Per-call device-busy ms from Chrome-trace events of calls run one by one with
     idle gaps of GAP_US between them: records of device work are grouped where the
-    device idled longer than half a gap, and each group's durations summed. Records
-    whose name contains a string of `ignore` (the L2 flush between calls) are dropped."""
+    device idled longer than half a gap, and each group's busy time is the length of
+    the union of its records' intervals (kernels of several streams that overlap count
+    once: the device was busy, not twice as busy). Records whose name contains a string
+    of `ignore` (the L2 flush between calls) are dropped."""
     calls, end = [], None
     for e in _work(events, ignore):
-        if end is None or e["ts"] - end > GAP_US / 2:
+        start, stop = e["ts"], e["ts"] + e["dur"]
+        if end is None or start - end > GAP_US / 2:
             calls.append(0.0)
-        calls[-1] += e["dur"] / 1e3
-        end = e["ts"] + e["dur"] if end is None else max(end, e["ts"] + e["dur"])
+            end = start
+        calls[-1] += max(0.0, stop - max(start, end)) / 1e3  # the part not yet covered
+        end = max(end, stop)
     return calls
 
 
