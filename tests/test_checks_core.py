@@ -227,3 +227,11 @@ def test_a_result_that_does_not_come_from_the_kernels_fails(monkeypatch):
     for thread in waiting:
         thread.join(timeout=10)
     assert report.passed and report.hung, str(report)
+
+
+def test_the_instructor_is_told_what_went_unchecked_only_where_it_decides_the_verdict():
+    unchecked = core.Case("race case", False, "", grader_limit="the tracer could not run it")
+    passed, failed = core.Case("n=17", True, ""), core.Case("n=17", False, "wrong")
+    assert core.Report("x", [passed, unchecked]).grader_limits == \
+        ["the tracer could not run it"]
+    assert core.Report("x", [failed, unchecked]).grader_limits == []  # 0 either way

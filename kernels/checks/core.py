@@ -264,7 +264,12 @@ class Report:
 
     @property
     def grader_limits(self):
-        """What the grader could not check, case by case (a failed case, not a pass)."""
+        """What the grader could not check, case by case (a failed case, not a pass), for
+        the instructor to look at: only where it decides the verdict. An answer that fails
+        a case by its own fault scores 0 whatever the unchecked case would have shown (a
+        kernel that does not compile for a GPU cannot be traced either)."""
+        if any(not c.passed and not c.grader_limit for c in self.cases):
+            return []
         return [c.grader_limit for c in self.cases if c.grader_limit]
 
     @property
