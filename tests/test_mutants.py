@@ -43,11 +43,10 @@ SURVIVORS = {
     "mutex-ex-argmax:int16@argmax_mutex#1": GPU_COMPILE,
     "mutex-ex-argmax:int16@argmax_mutex#2": GPU_COMPILE,
     "mutex-ex-bins:int16@bin_product#1": GPU_COMPILE,
-    "cooperative-ex-converge:int16@jacobi_until_converged": SIXTEEN_BITS + " (32,768 sweeps)",
+    "cooperative-ex-converge:int16@jacobi_until_converged": SIXTEEN_BITS + " (32,768 sweeps: "
+    "a GPU grading runs 33,000; the simulator's grid syncs cannot afford them)",
     "reduction-ex-argmax:indices-swapped@argmax": SWAPPED_LAUNCH,
     "reduction-ex-mean-variance:indices-swapped@mean_variance": SWAPPED_LAUNCH,
-    "cooperative-ex-converge:stride-none@jacobi_until_converged_kernel#1": COVERED,
-    "cooperative-ex-converge:stride-none@jacobi_until_converged_kernel#2": COVERED,
     "mutex-ex-deadlock:fence-removed@lock": FENCE,
     "mutex-ex-argmax:fence-removed@lock": FENCE,
     "mutex-ex-bins:fence-removed@lock": FENCE,

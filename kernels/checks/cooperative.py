@@ -137,6 +137,17 @@ def _jacobi_until_converged_reference(u, tol, max_steps):
     return v, max_steps
 
 
+def _past_one_grid():
+    """More points than a cooperative grid can have threads, so that one point per thread
+    cannot cover them: every thread must loop. On a GPU: its SMs x the threads each can
+    hold, from the device; on the simulator, whose cooperative grid is one block: more
+    than a block's 1,024 threads."""
+    if SIMULATOR:
+        return 1_100
+    device = cuda.get_current_device()
+    return device.MULTIPROCESSOR_COUNT * device.MAX_THREADS_PER_MULTI_PROCESSOR + 1_003
+
+
 def _third_change(u):
     """The largest change of the third Jacobi sweep of `u`, exactly."""
     v = u.copy()
@@ -151,7 +162,7 @@ def jacobi_until_converged(fn):
     rng = core.rng(33)
     sizes = (1, 2, 17, 70) if SIMULATOR else (1, 2, 17, 70, 100_003)
     cases = []
-    for n in sizes:
+    for n in sizes + (_past_one_grid(),):
         u = np.sin(np.linspace(0, 3 * np.pi, n)) + rng.uniform(-0.1, 0.1, n)
         # converges after 11 (n=17) and 46 (n=70) sweeps, more than the other case's
         # 40: few enough for the simulator's grid syncs
@@ -159,6 +170,10 @@ def jacobi_until_converged(fn):
         # exactly (a sweep that changes no point by tol or more stops: that one does not)
         settings = ((5e-2, 400), (1e-12, 40)) + (
             ((1e-12, 1), (_third_change(u), 40)) if n == 17 else ())
+        if n not in sizes:  # more points than one cooperative grid has threads: 2 sweeps
+            settings = ((1e-12, 2),)
+        elif n == 17 and not SIMULATOR:  # more sweeps than 16 bits count (tol 0: all of
+            settings += ((0.0, 33_000),)  # them); the simulator's grid syncs cannot afford it
         for tol, max_steps in settings:
             v, sweeps = _jacobi_until_converged_reference(u, tol, max_steps)
             how = "converges" if sweeps < max_steps else "stops at max_steps"
