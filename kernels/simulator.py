@@ -1,5 +1,6 @@
-"""The Numba CUDA simulator's block manager, made to yield while it waits; and page-locked
-host arrays, told apart.
+"""The Numba CUDA simulator's block manager, made to yield while it waits; page-locked
+host arrays, told apart; and fresh shared and local memory that holds garbage, as a
+GPU's does.
 
 The simulator runs a block's threads as OS threads, and a manager thread polls them
 in a loop to let them past a barrier once all of them wait at it. Numba's loop never
@@ -17,15 +18,26 @@ On the simulator a pinned array (cuda.pinned_array, pinned_array_like, or one in
 arrays CUDA would page-lock: a copy from a stream into one returns before it is done,
 while a copy into pageable memory returns when it is (kernels.trace.record). install()
 notes them (page_locked); what the simulator does with them is unchanged.
+
+A GPU's shared and local arrays start with whatever the memory held; the simulator's
+start as NumPy's np.empty or np.zeros left them, often zeros, so a kernel that reads
+an element before any thread wrote it (a tree over more slots than threads, say) passes
+there and fails on a GPU. install() gives each new array a byte pattern instead
+(garbage): a correct kernel never reads it.
 """
 
 import contextlib
+import itertools
+import sys
+import threading
 import time
 import weakref
 
 import numpy as np
-from numba.cuda.simulator import kernel
+from numba.cuda.simulator import kernel, kernelapi
+from numba.core import types
 from numba.cuda.simulator.cudadrv import devicearray
+from numba.np import numpy_support
 
 import kernels
 
@@ -105,13 +117,61 @@ def pinned(*arrays):
             _PAGE_LOCKED.pop(id(_root(ary)), None)
 
 
+# 0x5A and 0xA5 bytes in turn: a large positive, then a large negative integer (a huge,
+# then a tiny negative float), so that a read of garbage spoils a sum or a maximum, and
+# the next time a minimum
+_GARBAGE = itertools.cycle((0x5A, 0xA5))
+_ALLOCATING = threading.Lock()
+
+
+def garbage(shape, dtype):
+    """A new array as fresh GPU memory holds it: not zeros (see the module's docstring)."""
+    if isinstance(dtype, types.Type):  # a Numba type (int64), as kernels name them
+        dtype = numpy_support.as_dtype(dtype)
+    ary = np.empty(shape, dtype)
+    ary.reshape(-1).view(np.uint8).fill(next(_GARBAGE))
+    return ary
+
+
+def _shared_array(self, shape, dtype, alignment=None):
+    """FakeCUDAShared.array: one array per source line and block, born as garbage."""
+    if shape == 0 or alignment is not None:  # dynamic memory (garbage from __init__), or refused
+        return _SHARED_ARRAY(self, shape, dtype, alignment)
+    caller = sys._getframe(1)
+    key = caller.f_code.co_filename, caller.f_lineno
+    with _ALLOCATING:  # the block's other threads see it once it holds its garbage
+        ary = self._allocations.get(key)
+        if ary is None:
+            ary = self._allocations[key] = garbage(shape, dtype)
+    return ary
+
+
+def _shared_init(self, dynshared_size):
+    _SHARED_INIT(self, dynshared_size)
+    self._dynshared.view(np.uint8).fill(next(_GARBAGE))
+
+
+def _local_array(self, shape, dtype, alignment=None):
+    if alignment is not None:
+        return _LOCAL_ARRAY(self, shape, dtype, alignment)  # which refuses it
+    return garbage(shape, dtype)
+
+
+_SHARED_ARRAY, _SHARED_INIT = kernelapi.FakeCUDAShared.array, kernelapi.FakeCUDAShared.__init__
+_LOCAL_ARRAY = kernelapi.FakeCUDALocal.array
+
+
 def install():
-    """Make the simulator's launches use YieldingBlockManager, and note pinned arrays."""
+    """Make the simulator's launches use YieldingBlockManager, note pinned arrays, and
+    give new shared and local arrays garbage."""
     from numba import cuda
 
     if kernel.BlockManager is YieldingBlockManager:
         return
     kernel.BlockManager = YieldingBlockManager
+    kernelapi.FakeCUDAShared.array = _shared_array
+    kernelapi.FakeCUDAShared.__init__ = _shared_init
+    kernelapi.FakeCUDALocal.array = _local_array
     for name in ("pinned_array", "pinned_array_like"):
         made = _noting(getattr(devicearray, name))
         setattr(devicearray, name, made)

@@ -52,3 +52,33 @@ def test_the_manager_yields_the_gil_after_each_poll(monkeypatch, rng):
     x = rng.integers(0, 1000, THREADS).astype(np.int32)
     reverse_in_blocks[1, THREADS](x)
     assert sleeps and set(sleeps) == {0}
+
+
+@cuda.jit
+def reads_before_writing(out):
+    # slot THREADS - 1 of each array is never written: what a GPU leaves there
+    shared = cuda.shared.array(THREADS, int32)
+    dynamic = cuda.shared.array(0, int32)
+    local = cuda.local.array(2, int32)
+    t = cuda.threadIdx.x
+    if t < THREADS - 1:
+        shared[t] = 0
+    cuda.syncthreads()
+    if t == 0:
+        out[cuda.blockIdx.x, 0] = shared[THREADS - 1]
+        out[cuda.blockIdx.x, 1] = dynamic[0]
+        out[cuda.blockIdx.x, 2] = local[1]
+
+
+def test_fresh_shared_and_local_memory_holds_garbage_of_both_signs():
+    """As on a GPU, memory no thread wrote is not zero: a large positive or a large
+    negative pattern, in turn, so a read before a write spoils a maximum or a minimum."""
+    out = np.zeros((4, 3), np.int32)
+    for _ in range(2):  # twice: the pattern a launch leaves moves on with the next
+        reads_before_writing[4, THREADS, 0, 16](out)
+        assert set(np.unique(out)) <= {0x5A5A5A5A, np.int32(-0x5A5A5A5B)}, out
+        seen = set(out.ravel())
+    assert len(seen) == 2, out  # both signs within a launch of four blocks
+    x = np.arange(2 * THREADS, dtype=np.int32)
+    reverse_in_blocks[2, THREADS](x)  # a kernel that writes before it reads: unchanged
+    assert (x[:THREADS] == np.arange(THREADS)[::-1]).all()

@@ -328,7 +328,9 @@ class Recorder:
                     dtype = numpy_support.as_dtype(dtype)
                 key = (*line, _dim3(threading.current_thread().blockIdx))
                 new = key not in shared._allocations
-                ary = shared._allocations.setdefault(key, np.empty(shape, dtype))
+                if new:  # fresh memory holds garbage, as on a GPU
+                    shared._allocations[key] = simulator.garbage(shape, dtype)
+                ary = shared._allocations[key]
             if new:
                 self._add_region(_Region(name, "shared", ary))
             self._launch.arrays.setdefault(name, {"space": "shared", "shape": ary.shape,
