@@ -1,3 +1,5 @@
+import threading
+
 import numpy as np
 import pytest
 from numba import cuda, int32
@@ -82,3 +84,46 @@ def test_fresh_shared_and_local_memory_holds_garbage_of_both_signs():
     x = np.arange(2 * THREADS, dtype=np.int32)
     reverse_in_blocks[2, THREADS](x)  # a kernel that writes before it reads: unchanged
     assert (x[:THREADS] == np.arange(THREADS)[::-1]).all()
+
+
+@cuda.jit(device=True)
+def _waits_for_the_block():
+    cuda.syncthreads()
+
+
+@cuda.jit
+def _calls_a_device_function_that_waits(x):
+    _waits_for_the_block()
+
+
+@cuda.jit
+def _spins(flag):
+    while flag[0] == 0:  # waits for another thread's write
+        pass
+
+
+@cuda.jit
+def _index_2d(out):
+    i, j = cuda.grid(2)
+    if i < out.shape[0] and j < out.shape[1]:
+        out[i, j] = 1000 * cuda.threadIdx.x + 100 * cuda.threadIdx.y + cuda.blockIdx.x
+
+
+def test_threads_that_cannot_wait_for_each_other_run_in_turn():
+    assert simulator.runs_in_turn(_index_2d.fn)
+    assert not simulator.runs_in_turn(reverse_in_blocks.fn)  # a barrier
+    assert not simulator.runs_in_turn(_calls_a_device_function_that_waits.fn)
+    assert not simulator.runs_in_turn(_spins.fn)  # a while loop
+    out = np.full((7, 9), -1, np.int64)
+    started = threading.active_count()
+    _index_2d[(2, 3), (4, 3)](out)  # in turn: no OS thread started
+    assert threading.active_count() == started
+    i, j = np.indices(out.shape)
+    assert (out == 1000 * (i % 4) + 100 * (j % 3) + i // 4).all()
+    with pytest.raises(IndexError, match=r"tid=\[2, 0, 0\] ctaid=\[1, 0, 0\]"):
+        _index_out_of_bounds[2, 4](np.zeros(6, np.int32))  # thread 6 of 6 elements
+
+
+@cuda.jit
+def _index_out_of_bounds(x):
+    x[cuda.grid(1)] = 1  # no bound check

@@ -10,6 +10,7 @@ import threading
 from numba.cuda.simulator import api, kernel, kernelapi
 from numba.cuda.simulator.cudadrv import devicearray, driver
 
+from kernels import simulator
 from kernels.trace import blocks
 from kernels.trace.model import NothingLaunched, Trace, TraceError
 from kernels.trace.record import Recorder
@@ -235,7 +236,8 @@ def recording():
     for name, home in public.items():
         setattr(cuda, name, getattr(home, name))
     try:
-        yield rec
+        with simulator.every_thread_its_own():  # the threads' interleavings are traced
+            yield rec
     finally:
         for obj, attr, old in saved:
             setattr(obj, attr, old)
