@@ -11,7 +11,7 @@ because Numba reads ``NUMBA_ENABLE_CUDASIM`` only at import time:
 
 ``SIMULATOR`` holds the decision, ``device()`` describes what the kernels run on,
 and ``size(name)`` gives every problem size in the course: the full size on a GPU,
-a small one on the simulator (which runs each CUDA thread as an OS thread).
+a small one on the simulator (which runs each CUDA thread as Python).
 """
 
 import ctypes
