@@ -91,6 +91,14 @@ FIGURES_JS = r"""
 """
 FIGURE_WIDTHS = (1280, 400)  # a laptop's window and a phone
 
+# The previous and next links at the page's foot: how many lines each title takes.
+PAGER_JS = r"""
+[...document.querySelectorAll(".prev-next-area a .prev-next-title")].map((t) => ({
+  title: t.textContent.trim(),
+  lines: Math.round(t.getBoundingClientRect().height /
+                    parseFloat(getComputedStyle(t).lineHeight))}))
+"""
+
 # After a tap on a figure (course.js): the figure as the open dialog shows it, and
 # whether the dialog stays inside the window (it scrolls inside, the page does not).
 ZOOMED_JS = r"""
@@ -144,12 +152,13 @@ def site(server, tmp_path_factory):
             if name in SCREENSHOTS:
                 browser.screenshot(ARTIFACTS / f"{name.rsplit('/', 1)[-1]}.png")
             facts[name].update(browser.evaluate(HEADINGS_JS))
-            facts[name]["overflow"], facts[name]["fit"] = {}, {}
+            facts[name]["overflow"], facts[name]["fit"], facts[name]["pager"] = {}, {}, {}
             for width in WIDTHS:  # the same page laid out again at each width
                 browser.resize(width)
                 browser.wait(0.3)
                 facts[name]["overflow"][width] = browser.evaluate(OVERFLOW_JS)
                 facts[name]["fit"][width] = browser.evaluate(PAGE_FIT_JS)
+                facts[name]["pager"][width] = browser.evaluate(PAGER_JS)
             browser.resize(WIDTHS[0])
             if facts[name]["solutions"] and "opened" not in facts:
                 # a collapsed solution must still open: click its toggle
@@ -268,6 +277,17 @@ def test_code_fits_the_column(site, name):
     bad += [f"{w} px: inline code broken inside its '...': {text!r}"
             for w, f in site[name]["fit"].items() for text in f["ellipsis"]]
     assert not bad, f"{name}: code does not fit the column:\n" + "\n".join(bad)
+
+
+@pytest.mark.parametrize("name", PAGES)
+def test_previous_and_next_titles_read_on_two_lines_at_most(site, name):
+    """On a phone the previous and next links do not share the row (course.css): side
+    by side, each got under half the column and a chapter title ran to six or seven
+    lines of two words. (At 1280 px, side by side, the longest takes three.)"""
+    phone = min(WIDTHS)
+    bad = [f"{phone} px: {t['title']!r} on {t['lines']} lines"
+           for t in site[name]["pager"][phone] if t["lines"] > 2]
+    assert not bad, f"{name}: previous/next titles squeezed:\n" + "\n".join(bad)
 
 
 @pytest.mark.parametrize("name", PAGES)
