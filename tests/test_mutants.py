@@ -42,9 +42,6 @@ SURVIVORS = {
     "mutex-ex-bins:int16@bin_product#1": GPU_COMPILE,
     "cooperative-ex-converge:int16@jacobi_until_converged": SIXTEEN_BITS + " (32,768 sweeps: "
     "a GPU grading runs 33,000; the simulator's grid syncs cannot afford them)",
-    "mutex-ex-deadlock:fence-removed@lock": FENCE,
-    "mutex-ex-argmax:fence-removed@lock": FENCE,
-    "mutex-ex-bins:fence-removed@lock": FENCE,
 }
 
 # On the lent H100 (tests/mutation_results_gpu.json: every mutant graded there with

@@ -305,3 +305,61 @@ def test_a_fence_before_the_writes_does_not_release_them():
     found = trace.races(trace.launch(fence_only_after_taking_the_lock_kernel, (3, 2),
                                      np.zeros(1), np.zeros(1, np.int32)))
     assert found and "before the atomic that releases the lock" in found[0].describe()
+
+
+# Three ways to take a lock, each with the fence before its release, and with the fence
+# after taking it only when `acquire` is set.
+@cuda.jit
+def cas_lock_kernel(total, mutex, acquire):
+    if cuda.threadIdx.x == 0:
+        while cuda.atomic.cas(mutex, 0, 0, 1) != 0:
+            pass
+        if acquire:
+            cuda.threadfence()
+        total[0] += 1.0
+        cuda.threadfence()
+        cuda.atomic.exch(mutex, 0, 0)
+
+
+@cuda.jit
+def cas_loop_lock_kernel(total, mutex, acquire):
+    # the critical section inside the loop iteration whose compare-and-swap succeeded
+    if cuda.threadIdx.x == 0:
+        done = False
+        while not done:
+            if cuda.atomic.cas(mutex, 0, 0, 1) == 0:
+                if acquire:
+                    cuda.threadfence()
+                total[0] += 1.0
+                cuda.threadfence()
+                cuda.atomic.exch(mutex, 0, 0)
+                done = True
+
+
+@cuda.jit
+def exch_lock_kernel(total, mutex, acquire):
+    if cuda.threadIdx.x == 0:
+        while cuda.atomic.exch(mutex, 0, 1) != 0:  # test-and-set
+            pass
+        if acquire:
+            cuda.threadfence()
+        total[0] += 1.0
+        cuda.threadfence()
+        cuda.atomic.exch(mutex, 0, 0)
+
+
+@pytest.mark.parametrize("kernel", [cas_lock_kernel, cas_loop_lock_kernel, exch_lock_kernel])
+def test_a_lock_orders_its_data_only_with_a_fence_after_taking_it(kernel):
+    """The releasing side's fence is not enough: without cuda.threadfence() after the
+    atomic that takes the lock, a GPU may read the guarded data before the lock is the
+    thread's, or from a stale copy; the race names the fence after taking the lock."""
+    def traced(acquire):
+        total = np.zeros(1)
+        found = trace.races(trace.launch(kernel, (4, 2), total, np.zeros(1, np.int32),
+                                         acquire))
+        assert total[0] == 4
+        return found
+    assert traced(1) == []
+    found = traced(0)
+    assert found and {r.array for r in found} == {"total"}
+    assert "a fence after taking the lock" in found[0].describe()

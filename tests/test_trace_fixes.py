@@ -146,4 +146,33 @@ def test_a_write_announced_by_an_atomic_without_a_fence_needs_the_fence():
     race = _first(announce_without_fence_kernel, (2, 1), np.arange(2, dtype=np.int64),
                   np.zeros(2, np.int64), np.zeros(1, np.int32), np.zeros(1, np.int64))
     assert "put cuda.threadfence() between the write and that atomic" in race.why
-    assert race.missing == "a fence (cuda.threadfence()) before the atomic"
+    assert "and another between the reading thread's atomic and its read" in race.why
+    assert race.missing == ("a fence (cuda.threadfence()) before the atomic, and one after "
+                            "the reader's")
+
+
+@cuda.jit
+def lock_fences_kernel(total, mutex, fences):
+    # fences: 1, a fence after taking the lock; 2, one before releasing it; 3, both
+    if cuda.threadIdx.x == 0:
+        while cuda.atomic.cas(mutex, 0, 0, 1) != 0:
+            pass
+        if fences & 1:
+            cuda.threadfence()
+        total[0] += 1.0
+        if fences & 2:
+            cuda.threadfence()
+        cuda.atomic.exch(mutex, 0, 0)
+
+
+@pytest.mark.parametrize("fences, missing, said", [
+    (2, "a fence after taking the lock (cuda.threadfence())",
+     "the later holder did not fence after taking it"),
+    (1, "a fence before releasing the lock (cuda.threadfence())",
+     "the earlier holder released it without a fence"),
+    (0, "a fence (cuda.threadfence()) on each side of the lock",
+     "before the atomic that releases the lock, and after the one that takes it"),
+])
+def test_a_lock_missing_a_fence_names_the_fence_it_misses(fences, missing, said):
+    race = _first(lock_fences_kernel, (3, 1), np.zeros(1), np.zeros(1, np.int32), fences)
+    assert race.missing == missing and said in race.why

@@ -7,8 +7,10 @@ to the element it was swapped with), so that the advice names one fix, not a lis
 * each thread reads the element and writes it back: a lost update, made atomic;
 * two threads swap the same pair (each reads both elements, then writes both): the
   pair is swapped twice, and the loop's bound must give each pair to one thread;
-* a write announced by an atomic that the reading thread saw before its read: the
-  fence (cuda.threadfence()) between the write and the atomic is missing;
+* a write announced by an atomic that the reading thread saw before its read, or
+  made under a lock both threads held: the fence (cuda.threadfence()) is missing
+  between the write and the atomic (before the release), or between the reader's
+  atomic and its read (after taking the lock), or both;
 * one thread writes, another only reads: the read needs a barrier after the write
   (the block's, the grid's, or the end of the launch between blocks), unless both ran
   the same read of that one element and the writer wrote after it (a check, then an
@@ -18,6 +20,8 @@ to the element it was swapped with), so that the advice names one fix, not a lis
 """
 
 import collections
+
+from kernels.trace import order
 
 SYNCTHREADS = "a block barrier (cuda.syncthreads())"
 GRID_SYNC = "a grid barrier (grid.sync())"
@@ -44,10 +48,7 @@ class Fixes:
         """(in words, in a few words): what is missing between racing accesses a and b,
         as the end of the sentence "... both touch x[3] ..." (analyses.Race.describe)."""
         if a.locks & b.locks:
-            return ("both holding the same lock, but a lock orders the accesses it guards "
-                    "only with fences: put cuda.threadfence() before the atomic that "
-                    "releases the lock, and after the one that takes it",
-                    "a fence (cuda.threadfence()) on each side of the lock")
+            return _lock_fences(a, b)
         if a.locks or b.locks:
             if not (a.locks and b.locks):
                 return ("and only one of them holds the lock that guards it: every access "
@@ -60,11 +61,7 @@ class Fixes:
         for writer, reader in ((a, b), (b, a)):
             if writer.kind == "write" and reader.kind == "read" and self._unfenced(writer,
                                                                                  reader):
-                return (f"{apart}and the write is announced by an atomic that the reading "
-                        "thread sees before its read, but without a fence the read may "
-                        "still miss the write: put cuda.threadfence() between the write and "
-                        "that atomic (as the reading thread should between its atomic and "
-                        "the read)", "a fence (cuda.threadfence()) before the atomic")
+                return _announced(writer, reader, apart)
         did = [{x.kind for x in self._accesses(t) if x.index == t.index} for t in (a, b)]
         writers = sum("write" in d for d in did)
         if writers == 2 and all("read" in d for d in did):
@@ -169,6 +166,52 @@ class Fixes:
             if all(_swapped(m, a.index, other) for m in mine):
                 return ", ".join(str(i) for i in other)
         return None
+
+
+def _lock_fences(a, b):
+    """The fence missing around a lock both accesses were made under: the later
+    holder's after taking it (order.after_a_fence), the earlier holder's before
+    releasing it (the later one fenced after its atomic), or both."""
+    first, second = sorted((a, b), key=lambda x: x.seq)
+    if order.after_a_fence(first, second):
+        return ("both holding the same lock, but the later holder did not fence after "
+                "taking it, so its accesses to the data it guards may be performed before "
+                "the lock is its own, or read a stale copy of it: put a fence after "
+                "taking the lock, cuda.threadfence() right after the atomic that takes it "
+                "(as kernels.locks.lock does)", "a fence after taking the lock "
+                "(cuda.threadfence())")
+    if second.pending is None:
+        return ("both holding the same lock, but the earlier holder released it without a "
+                "fence, so the next holder may not see its writes: put cuda.threadfence() "
+                "before the atomic that releases the lock (as kernels.locks.unlock does)",
+                "a fence before releasing the lock (cuda.threadfence())")
+    return ("both holding the same lock, but a lock orders the accesses it guards only "
+            "with fences: put cuda.threadfence() before the atomic that releases the lock, "
+            "and after the one that takes it (a fence after taking the lock)",
+            "a fence (cuda.threadfence()) on each side of the lock")
+
+
+def _announced(writer, reader, apart):
+    """A write announced by an atomic that the reader's thread saw before its read:
+    the fence missing is the writer's (before its atomic), the reader's (after its
+    own), or both."""
+    if order.after_a_fence(writer, reader):
+        return (f"{apart}and the write is announced by an atomic that the reading thread "
+                "sees before its read, but that thread did not fence after its atomic, so "
+                "the read may be performed early or from a stale copy: put "
+                "cuda.threadfence() after that atomic, before the read (where the atomic "
+                "takes a lock: a fence after taking the lock)",
+                "a fence (cuda.threadfence()) after the atomic, before the read")
+    if reader.pending is None:
+        return (f"{apart}and the write is announced by an atomic that the reading thread "
+                "sees before its read, but without a fence the read may still miss the "
+                "write: put cuda.threadfence() between the write and that atomic",
+                "a fence (cuda.threadfence()) before the atomic")
+    return (f"{apart}and the write is announced by an atomic that the reading thread sees "
+            "before its read, but without fences the read may still miss the write: put "
+            "cuda.threadfence() between the write and that atomic, and another between the "
+            "reading thread's atomic and its read",
+            "a fence (cuda.threadfence()) before the atomic, and one after the reader's")
 
 
 def _swapped(accesses, first, second):

@@ -75,7 +75,7 @@ def _patches(rec):
         ctx._trace_on_grid_sync(threading.current_thread())
 
     def threadfence(self):
-        threading.current_thread()._fenced = True
+        rec.sync.fence(threading.current_thread())
 
     def cooperative_limit(self, blockdim):
         return blocks.COOPERATIVE_BLOCKS  # the tracer runs them all live

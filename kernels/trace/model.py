@@ -41,6 +41,9 @@ class Access:
     grid_epoch: int = 0  # grid barriers this thread has passed
     counter: int = 0  # releases this thread has made (kernels.trace.order)
     clock: object = None  # what the thread knew had happened before (order.Clock)
+    # what its atomics since its last fence read from releases, which it knows only
+    # after a fence (order.Sync.fence); None: no atomic since its last fence
+    pending: object = None
 
     @property
     def warp(self):

@@ -18,9 +18,14 @@ What orders accesses (the synchronisation the tracer understands):
 * a grid barrier (all blocks live, kernels.trace.blocks) joins everything;
 * an atomic is a release on its address when the thread called cuda.threadfence()
   since its last atomic and its last write to global memory (an atomic alone orders no
-  other access, in CUDA's memory model, and a fence only the writes before it); every atomic acquires what earlier releases on its address published. Locks
-  taken with compare-and-swap and released with exch are such atomics on the lock's
-  word: a lock orders what it guards only when a fence comes before its release.
+  other access, in CUDA's memory model, and a fence only the writes before it);
+* an atomic reads what earlier releases on its address published, and its thread
+  acquires that at its next cuda.threadfence(): the acquiring side needs its own fence
+  after the atomic, before it reads the data (without it a GPU may perform the reads
+  early, or serve them from a stale copy in its SM's L1 cache). Locks taken with
+  compare-and-swap (or exch) and released with exch are such atomics on the lock's
+  word: a lock orders what it guards only with a fence after its taking atomic and a
+  fence before its release, as kernels.locks.lock and unlock have.
 
 Atomics on one word are also ordered among themselves (its modification order): a
 plain access by a thread after its own atomic on the word follows every atomic on
@@ -61,7 +66,16 @@ def join(*clocks):
 
 def happens_before(a, b):
     """True if access `a` is known to happen before access `b` (of another thread)."""
-    c = b.clock
+    return _knows(b.clock, a)
+
+
+def after_a_fence(a, b):
+    """True if access `a` would happen before access `b` had b's thread fenced after
+    its last atomics (Access.pending): the acquiring side's fence is what is missing."""
+    return b.pending is not None and _knows(join(b.clock, b.pending), a)
+
+
+def _knows(c, a):
     return (c.grid > a.grid_epoch or c.blocks.get(a.block, 0) > a.epoch
             or c.threads.get((a.block, a.tid), -1) >= a.counter)
 
@@ -81,9 +95,23 @@ class Sync:
 
     @staticmethod
     def state(thread):
-        """(clock, counter, grid barriers, block barriers) of a simulated thread."""
+        """(clock, counter, grid barriers, block barriers, pending) of a simulated
+        thread; pending: what its atomics since its last fence read, which it does not
+        know yet (None: no atomic since its last fence)."""
         return (getattr(thread, "_clock", EMPTY), getattr(thread, "_counter", 0),
-                getattr(thread, "_grid_epoch", 0), getattr(thread, "_epoch", 0))
+                getattr(thread, "_grid_epoch", 0), getattr(thread, "_epoch", 0),
+                getattr(thread, "_pending", None))
+
+    @staticmethod
+    def fence(thread):
+        """cuda.threadfence(): the thread's next atomic releases what it did before
+        (kernels.trace.record clears that at its next global write), and it acquires
+        what its atomics since its last fence read."""
+        thread._fenced = True
+        pending = getattr(thread, "_pending", None)
+        if pending is not None:
+            thread._clock = join(getattr(thread, "_clock", EMPTY), pending)
+            thread._pending = None
 
     def arrive(self, thread, site=None):
         """Before a block barrier (at `site`: its function and line): add this thread's
@@ -136,13 +164,14 @@ class Sync:
         thread._clock = Clock(thread._grid_epoch)
 
     def atomic(self, thread, address, release, run):
-        """Run the atomic `run()` on `address` with its acquire and, if `release`, its
-        release, in one step as the atomic itself: returns what run() returns."""
+        """Run the atomic `run()` on `address` with what it reads (acquired at the
+        thread's next fence) and, if `release`, its release, in one step as the atomic
+        itself: returns what run() returns."""
         with self._lock:
             old = run()
             clock = getattr(thread, "_clock", EMPTY)
-            if address in self._released:
-                clock = join(clock, self._released[address])
+            thread._pending = join(getattr(thread, "_pending", None) or EMPTY,
+                                   self._released.get(address, EMPTY))
             if release:
                 block = (thread.blockIdx.x, thread.blockIdx.y, thread.blockIdx.z)
                 counter = getattr(thread, "_counter", 0)
@@ -150,6 +179,5 @@ class Sync:
                              {**clock.threads, (block, thread.thread_id): counter})
                 self._released[address] = join(self._released.get(address, EMPTY), mine)
                 thread._counter = counter + 1
-            thread._clock = clock
             thread._fenced = False
             return old

@@ -224,7 +224,7 @@ class Recorder:
         k = counts.get(key, 0)
         counts[key] = k + 1
         shared = region.space == "shared"
-        clock, counter, grid_epoch, epoch = Sync.state(thread)
+        clock, counter, grid_epoch, epoch, pending = Sync.state(thread)
         access = Access(
             next(self._seq), _dim3(thread.blockIdx), _dim3(thread.threadIdx),
             thread.thread_id, region.space, region.name, index,
@@ -232,7 +232,7 @@ class Recorder:
             address - (region.start if shared else region.root),
             region.dtype.itemsize, kind, op, epoch,
             frozenset(getattr(thread, "_locks", ())), (key[0], key[1], k),
-            grid_epoch, counter, clock)
+            grid_epoch, counter, clock, pending)
         # No lock: a dict item and a list append are single steps under the GIL, and
         # the threads would queue for it on every access.
         self.last[thread.ident] = access
