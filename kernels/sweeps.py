@@ -15,6 +15,7 @@ row's own time or a peer's.
 """
 
 import dataclasses
+import itertools
 
 import matplotlib.ticker
 import numpy as np
@@ -136,6 +137,10 @@ STYLE = {"kernel": dict(color="tab:blue", marker="o", ls="-"),
          "warm": dict(color="tab:blue", marker="o", ls=":", mfc="none"),
          "peer": dict(color="tab:orange", marker="D", ls="-"),
          "limit": dict(color="tab:green", marker="s", ls="--", mfc="none")}
+# each peer after the first its own colour and marker: two peers drawn alike
+# (cupy.bincount and torch.bincount) could not be told apart by the legend
+PEERS = [dict(color="tab:orange", marker="D"), dict(color="tab:purple", marker="^"),
+         dict(color="tab:brown", marker="v"), dict(color="tab:pink", marker="P")]
 
 
 def figure(sweep):
@@ -156,9 +161,11 @@ def figure(sweep):
         ax.plot(xs, ms * 1e3, color="0.65", lw=1, zorder=1, label=None if label != others[0]
                 else f"{versions} other version{'s' if versions > 1 else ''}"
                 + (", cold and warm L2" if warm else ""))
+    peers = itertools.cycle(PEERS)
     for label, (kind, xs, ms) in sweep.series.items():
         if label not in others:
-            ax.plot(xs, ms * 1e3, ms=4, lw=1.5, label=label, **STYLE[kind])
+            style = dict(STYLE[kind], **next(peers)) if kind == "peer" else STYLE[kind]
+            ax.plot(xs, ms * 1e3, ms=4, lw=1.5, label=label, **style)
     xs, fl = sweep.floor
     ax.plot(xs, fl * 1e3, color="black", ls="--", lw=1.5, label="physical floor")
     l2 = sweep.result.env["device"].get("l2_bytes")

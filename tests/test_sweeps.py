@@ -3,6 +3,7 @@ recordings."""
 
 import json
 
+import matplotlib
 import matplotlib.pyplot as plt
 import pytest
 
@@ -92,3 +93,21 @@ def test_no_recorded_cold_run_beats_its_floor(key):
               for label, (kind, xs, mss) in found.series.items() if kind in ("kernel", "peer")
               for x, ms in zip(xs, mss) if ms < floor[x]]
     assert not beaten, "\n".join(beaten)
+
+
+@pytest.mark.parametrize("key", sorted(sweeps.SWEEPS))
+def test_every_legend_entry_is_drawn_its_own_way(key):
+    """Two peers drawn alike (cupy.bincount and torch.bincount, both orange diamonds)
+    cannot be told apart by the legend: every entry differs in colour, marker or line."""
+    found = sweeps.load(key)
+    if found is None:
+        pytest.skip(f"{key} not recorded yet")
+    handles, labels = sweeps.figure(found).axes[0].get_legend_handles_labels()
+    styles = {}
+    for handle, label in zip(handles, labels):
+        style = (matplotlib.colors.to_hex(handle.get_color()), handle.get_marker(),
+                 handle.get_linestyle(), handle.get_markerfacecolor() == "none")
+        styles.setdefault(style, []).append(label)
+    alike = [names for names in styles.values() if len(names) > 1]
+    plt.close("all")
+    assert not alike, f"{key}: legend entries drawn alike: {alike}"
