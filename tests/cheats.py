@@ -215,6 +215,39 @@ def reverse_inplace_kernel(x):
 ''',
 }
 
+# A host function whose kernel only Python can run (a 16-bit atomic, which a GPU cannot
+# compile), defined in the notebook's cells: right on the simulator, wrong on a GPU
+HOST_KERNEL_BODIES = {
+    "a-host-function-launching-a-16-bit-atomic": '''\
+import numpy as np
+from numba import cuda
+
+
+@cuda.jit
+def _max_kernel(x, best):
+    for i in range(cuda.grid(1), x.size, cuda.gridsize(1)):
+        cuda.atomic.max(best, 0, x[i])
+
+
+@cuda.jit
+def _first_kernel(x, best, first, ties):
+    for i in range(cuda.grid(1), x.size, cuda.gridsize(1)):
+        if x[i] == best[0]:
+            cuda.atomic.min(first, 0, i)
+            cuda.atomic.add(ties, 0, 1)  # 16 bits: a GPU has no 16-bit atomic
+
+
+def argmax(x, blocks):
+    d_x = cuda.to_device(x)
+    best = cuda.to_device(np.full(1, np.iinfo(x.dtype).min, x.dtype))
+    first = cuda.to_device(np.full(1, x.size, np.int64))
+    ties = cuda.to_device(np.zeros(1, np.int16))
+    _max_kernel[blocks, 128](d_x, best)
+    _first_kernel[blocks, 128](d_x, best, first, ties)
+    return int(first.copy_to_host()[0])
+''',
+}
+
 HOST_CHEAT = '''\
 import numpy as np
 from numba import cuda
@@ -295,4 +328,8 @@ CASES = {**{name: (kernel_cheat(body), 1, "gridstride-ex-reverse")
          **{name: (notebook([SAXPY, source], "gridstride"), 1, "gridstride-ex-reverse")
             for name, source in KERNEL_BODIES.items()},
          **{name: (host_cheat(body), 1, "reduction-ex-argmax")
-            for name, body in HOST_TRICKS.items()}}
+            for name, body in HOST_TRICKS.items()},
+         **{name: (notebook([module_cell("reduction", solution_source("reduction"),
+                                         ["reduction-ex-mean-variance"]), source],
+                            "reduction"), 1, "reduction-ex-argmax")
+            for name, source in HOST_KERNEL_BODIES.items()}}

@@ -210,13 +210,21 @@ def test_a_kernel_is_checked_only_when_its_definition_runs_no_code_of_the_studen
 
 
 def test_a_kernel_that_only_python_can_run_fails_on_the_simulator(hostile_grades):
-    """The simulator runs a kernel's body as Python; the grader first compiles it for a
-    GPU, so a body that a GPU cannot run (NumPy on the host, frames) fails there."""
+    """The simulator runs a kernel's body as Python; the grader compiles it for a GPU
+    (a kernel exercise's first, a host function's kernels with the types it launched
+    them with), so a body that a GPU cannot run (NumPy on the host, frames, a 16-bit
+    atomic) fails there."""
     rows, feedback, *_ = hostile_grades
     for name in cheats.KERNEL_BODIES:
         text = feedback[name]
         if kernels.SIMULATOR:
             assert "your `reverse_inplace_kernel` does not compile for a GPU" in text, text
+        assert not rows[name]["flags"], text
+    for name in cheats.HOST_KERNEL_BODIES:  # a kernel a host function launches, as well
+        text = feedback[name]
+        if kernels.SIMULATOR:
+            assert "your kernel `_first_kernel`, as your `argmax` launches it, does not " \
+                   "compile for a GPU" in text, text
         assert not rows[name]["flags"], text
 
 

@@ -48,9 +48,62 @@ def origin(py_func):
     return YOURS
 
 
-def _count(py_func):
+def _count(py_func, args):
     with _lock:
         _counts[origin(py_func)] += 1
+        if _launched is not None and origin(py_func) == YOURS:
+            _launched.setdefault(py_func, set()).add(signature(args))
+
+
+# In the grader's answer process on the simulator: {Python function of a kernel of yours
+# launched: {its launches' signatures}}, for the judge to have each compiled for a GPU
+# (kernels.grading.compiled), as a GPU compiles a kernel for the types it is launched with.
+_launched = None
+# Numba's names of the scalar types a signature may give (and of arrays' elements)
+SCALARS = ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
+           "float16", "float32", "float64", "complex64", "complex128", "bool")
+
+
+def _type_name(value):
+    """The signature's word for `value`'s Numba type: int32[:, ::1], float64, or "" for a
+    type a signature of these words cannot say (records, tuples, 0-d arrays, objects)."""
+    import numba
+    from numba.core import types
+
+    try:
+        typ = numba.typeof(value)
+    except ValueError:
+        return ""
+    if isinstance(typ, types.Array) and typ.ndim and str(typ.dtype) in SCALARS:
+        dims = [":"] * typ.ndim
+        if typ.layout in "CF":
+            dims[-1 if typ.layout == "C" else 0] = "::1"
+        return f"{typ.dtype}[{', '.join(dims)}]".replace("bool[", "boolean[")
+    if str(typ) in SCALARS:
+        return "boolean" if str(typ) == "bool" else str(typ)
+    return ""
+
+
+def signature(args):
+    """The signature a GPU compiles a kernel launched with `args` for, as Numba writes it
+    ("void(float32[::1], int64)"), or "" if an argument's type cannot be said so."""
+    names = [_type_name(a) for a in args]
+    return f"void({', '.join(names)})" if all(names) else ""
+
+
+def record_launched():
+    """From now on, keep the signatures of the launches of kernels of yours."""
+    global _launched
+    _launched = {}
+
+
+def launched():
+    """{Python function: {signatures}} of the kernels of yours launched since the last
+    call (a copy; the record starts again)."""
+    global _launched
+    with _lock:
+        found, _launched = _launched or {}, ({} if _launched is not None else None)
+    return found
 
 
 def counts():
@@ -165,7 +218,7 @@ def _install():
 
         def counted(self, *args):
             if not self._device and sim._kernel_context is None:
-                _count(self.fn)
+                _count(self.fn, args)
                 if _skipping and origin(self.fn) != LIBRARY:
                     return None
             return launch(self, *args)
@@ -177,7 +230,7 @@ def _install():
         launch = dispatcher._LaunchConfiguration.__call__
 
         def counted(self, *args):
-            _count(self.dispatcher.py_func)
+            _count(self.dispatcher.py_func, args)
             if _skipping and origin(self.dispatcher.py_func) != LIBRARY:
                 return None
             return launch(self, *args)

@@ -131,6 +131,41 @@ def _host(value):
     return value
 
 
+MAX_LAUNCHED = 32  # kernels' signatures reported in one reply: more is not an answer's
+
+
+def _launched():
+    """["launched", the module of a kernel of yours launched since the last reply, its
+    function's qualified name, a signature ("" if it cannot be said)] for each signature
+    each was launched with (kernels.checks.launches): where a certifying process finds
+    it (locate)."""
+    from kernels.checks import launches
+
+    return [["launched", str(getattr(function, "__module__", "")),
+             str(getattr(function, "__qualname__", "")), signature]
+            for function, signatures in launches.launched().items()
+            for signature in sorted(signatures)][:MAX_LAUNCHED]
+
+
+class NotFound(Exception):
+    """The certifying process does not have the kernel the judge names (the grader's
+    limit: its name is not in COMPILE_ERRORS)."""
+
+
+def locate(namespace, module, qualname):
+    """The kernel whose function is `qualname` of `module` ("__main__": the notebook's
+    namespace), as this process loaded it."""
+    found = namespace if module == "__main__" else getattr(sys.modules.get(module),
+                                                           "__dict__", None)
+    parts = qualname.split(".")
+    if found is None or "<locals>" in parts or parts[0] not in found:
+        raise NotFound(f"{module}.{qualname} is not loaded where Numba targets a GPU")
+    kernel = found[parts[0]]
+    for part in parts[1:]:
+        kernel = getattr(kernel, part)
+    return kernel
+
+
 def main():
     confine.drop_editable_install()
     job = json.loads(sys.stdin.readline())
@@ -140,6 +175,7 @@ def main():
     confine.enter(job, "answers")
     requests, replies = job["requests"], job["replies"]
 
+    import kernels
     from kernels import checks
     from kernels.checks import core, launches
     from kernels.grading import channel, submissions
@@ -149,6 +185,8 @@ def main():
     time_limits(job["check_seconds"])
     if job.get("certify"):
         compile_without_device()
+    elif kernels.SIMULATOR:  # the judge has the kernels it launches compiled for a GPU
+        launches.record_launched()
     reader = channel.Reader(requests)
     namespace = None
     while True:
@@ -164,8 +202,10 @@ def main():
                 namespace, errors = load(submissions.read(job["notebook"]), job["names"],
                                          job.get("kernel_only", False))
                 reply = ("ok", ([n for n in job["names"] if n not in namespace], errors))
-            elif name == CERTIFY:
-                reply = ("ok", certify(namespace[subject], *args))
+            elif name == CERTIFY:  # (signature[, module, qualified name of a kernel])
+                kernel = locate(namespace, *args[1:]) if len(args) == 3 else \
+                    namespace[subject]
+                reply = ("ok", certify(kernel, args[0]))
             else:
                 step = core.STEPS[name]
                 with launches.poisoned():  # as answer_side runs a step in a notebook
@@ -173,7 +213,7 @@ def main():
         except BaseException as err:  # the student's code raised
             reply = ("error", type(err).__name__, str(err)[:MAX_MESSAGE])
         made = launches.counts() - before
-        made = [[origin, made[origin]] for origin in made]
+        made = [[origin, made[origin]] for origin in made] + _launched()
         try:
             frame = channel.encode((*reply, made))
         except channel.ChannelError as err:  # it returned something else than plain data

@@ -27,14 +27,9 @@ import threading
 import time
 
 from kernels.checks import core, launches
-from kernels.grading import answers, channel
+from kernels.grading import answers, channel, compiled
 
 MAX_REPORT_CHARS = 20_000
-# What compiling a kernel raises when the kernel is wrong (else the grader cannot compile)
-COMPILE_ERRORS = {"TypingError", "LoweringError", "UnsupportedError", "NumbaTypeError",
-                  "NumbaValueError", "NumbaNotImplementedError", "NumbaAttributeError",
-                  "TypeError", "ValueError", "NotImplementedError", "AttributeError",
-                  "NameError", "KeyError", "IndexError", "ZeroDivisionError"}
 STEP_MARGIN_S = 10.0  # beyond the checkers' own limits, for a reply to come back
 
 
@@ -70,6 +65,7 @@ class Answer(core.Elsewhere):
         self.lock = threading.Lock()
         self.proc = None
         self.loaded = None
+        self.kernels = set()  # (module, qualified name, signature) of kernels it launched
 
     def begin(self):
         """Start the process and ask it to load the answer, without waiting: processes
@@ -153,6 +149,7 @@ class Answer(core.Elsewhere):
             raise AnswerEnded("the process running your code sent back something else "
                               "than a reply")
         made = {}
+        self.kernels.update(filter(None, map(compiled.launched, reply[-1])))
         for pair in reply[-1]:
             if (isinstance(pair, list) and len(pair) == 2 and pair[0] in launches.ORIGINS
                     and isinstance(pair[1], int) and pair[1] >= 0):
@@ -263,10 +260,12 @@ def inspect_answer(found, names):
     return blocked, review
 
 
-def check(exercise, answer, found=None, certifier=None):
+def check(exercise, answer, found=None, certifier=None, compiler=None):
     """(passed, report, flag) of `exercise` for the student's `answer`, whose notebook
     has the statements `found` (read here, never run); a kernel is first compiled for a
-    GPU by `certifier` (an Answer whose process targets a GPU)."""
+    GPU by `certifier` (an Answer whose process targets a GPU). With `compiler`
+    (such an Answer, or None; and the kernels it loaded: kernels.grading.compiled.
+    kernels), a host function that passes has every kernel it launched compiled there."""
     from kernels import checks
 
     name = exercise.names[0]
@@ -297,7 +296,7 @@ def check(exercise, answer, found=None, certifier=None):
                 raise NameError(f"{missing[0]} is not defined where Numba targets a GPU")
             certifier.run(answers.CERTIFY, (exercise.signature,))
         except Exception as err:  # fail closed: a kernel that was not compiled is not run
-            if type(err).__name__ not in COMPILE_ERRORS:  # the grader's limit, not a bug
+            if type(err).__name__ not in compiled.COMPILE_ERRORS:  # the grader's limit
                 why = f"kernels could not be compiled for a GPU here ({type(err).__name__}: " \
                       f"{str(err)[:300]})"
                 return False, (f"Not graded: {why}. Your instructor will look at your "
@@ -318,6 +317,11 @@ def check(exercise, answer, found=None, certifier=None):
     flags = report.grader_limits + ([f"to review: {review}"] if review else [])
     if report.hung:  # its process may still be running that code: no other exercise there
         answer.close()
+    if report.passed and compiler is not None and not exercise.kernel:
+        failed, limit = compiled.certify(exercise, answer, *compiler)
+        if failed:
+            return False, failed, ""
+        flags += [limit] if limit else []
     return report.passed, str(report)[:MAX_REPORT_CHARS], "; ".join(flags)
 
 
@@ -342,55 +346,87 @@ def main():
     import kernels
 
     out.write(json.dumps({"device": kernels.device()["name"]}) + "\n")
-    def processes(names, kernel_only):  # (answer, certifier or None), started
+    def processes(names, kernel_only, gpu_target=False):  # an answer process, started
         task = dict(job, names=list(names), kernel_only=kernel_only)
-        certify = kernel_only and kernels.SIMULATOR
-        return (Answer(starter(task), names, job["sandboxed"]).begin(),
-                Answer(starter(dict(task, gpu_target=True)), names,
-                       job["sandboxed"]).begin() if certify else None)
+        return Answer(starter(dict(task, gpu_target=gpu_target)), names,
+                      job["sandboxed"]).begin()
 
     exercises = [registry.EXERCISES[label] for label in job["labels"]]
-    # The kernels whose definitions run no code of the student's share one process
-    # (and one to compile them): the others get a fresh one each, started one ahead.
+    # The kernels whose definitions run no code of the student's share one process: the
+    # others get a fresh one each, started one ahead. On the simulator, one process
+    # compiles for a GPU those kernels and the kernels of the notebook that host functions
+    # may launch whose definitions run no code of the student's; a host function whose
+    # kernels are made otherwise gets a certifying process of its own
+    # (kernels.grading.compiled).
     shareable = [ex for ex in exercises
                  if ex.kernel and not kernel_definition(found, ex.names)
                  and not inspect_answer(found, ex.names)[0]]
     names = [n for ex in shareable for n in ex.names]
-    shared = (processes(names, True) if shareable
-              and not kernel_definition(found, names) else None)
-    own = [ex for ex in exercises if shared is None or ex not in shareable]
+    if kernel_definition(found, names):
+        shareable, names = [], []
+    loadable = {}
+    for ex in exercises:
+        if kernels.SIMULATOR and not ex.kernel and not inspect_answer(found, ex.names)[0]:
+            loadable.update(compiled.kernels(found, ex.names))
+    launchable = [n for n, why in loadable.items() if not why and n not in names]
+    if launchable and kernel_definition(found, names + launchable):
+        why = "its definition and those of the other kernels run code of yours together"
+        loadable.update(dict.fromkeys(launchable, why))
+        launchable = []
+    shared = processes(names, True) if shareable else None
+    certifier = (processes(names + launchable, True, gpu_target=True)
+                 if kernels.SIMULATOR and names + launchable else None)
+    own = [ex for ex in exercises if ex not in shareable]
     started = {}
 
     def start_own(index):  # the next exercise of its own's processes, started
-        if index < len(own) and own[index].label not in started:
-            started[own[index].label] = processes(own[index].names, own[index].kernel)
+        ex = own[index] if index < len(own) else None
+        if ex is None or ex.label in started:
+            return
+        certifies = kernels.SIMULATOR and (ex.kernel or ex.launch == launches.YOURS
+                                           and compiled.needs_own(found, ex.names))
+        started[ex.label] = [processes(ex.names, ex.kernel), processes(
+            ex.names, ex.kernel, gpu_target=True) if certifies else None]
 
     start_own(0)
     for exercise in exercises:
         label = exercise.label
-        if shared is not None and exercise in shareable:
-            answer, certifier = (p and p.of(exercise.names) for p in shared)
+        if exercise in shareable:
+            answer = shared.of(exercise.names)
+            kernel_certifier = certifier and certifier.of(exercise.names)
+            compiler = None
         else:
             start_own(own.index(exercise))
             start_own(own.index(exercise) + 1)  # it loads while this one is checked
-            answer, certifier = started.pop(label)
+            processes_of = started.pop(label)
+            answer, kernel_certifier = processes_of[0], None
+
+            def own_certifier(ex=exercise, held=processes_of):  # for a host function
+                if held[1] is None:
+                    held[1] = processes(ex.names, False, gpu_target=True)
+                return held[1]
+
+            if exercise.kernel:
+                kernel_certifier = processes_of[1]
+            compiler = ((certifier, loadable, own_certifier) if kernels.SIMULATOR
+                        and not exercise.kernel else None)
         try:
             if time.monotonic() > deadline - 1:
                 result = (False, "not graded: the grader's time limit for this notebook "
                                  "ran out before this exercise",
                           "the grader's time limit ran out")
             else:
-                result = check(exercise, answer, found, certifier)
+                result = check(exercise, answer, found, kernel_certifier, compiler)
         finally:
             if not isinstance(answer, Subject):
-                answer.close()
-                if certifier is not None:
-                    certifier.close()
+                for process in (answer, *processes_of[1:]):
+                    if process is not None:
+                        process.close()
         passed, report, flag = result
         out.write(json.dumps({"label": label, "passed": bool(passed), "report": report,
                               "flag": flag}) + "\n")
         out.flush()
-    for process in shared or ():
+    for process in (shared, certifier):
         if process is not None:
             process.close()
 

@@ -1,0 +1,82 @@
+"""The kernels a host function launches, compiled for a GPU on the simulator
+(kernels.grading.compiled); the grader's own runs are in tests/test_mutants.py (the
+16-bit atomics that a host function launches score 0)."""
+
+import numpy as np
+from numba import cuda
+
+from kernels.checks import launches
+from kernels.grading import compiled, extract
+
+
+@cuda.jit
+def _add_one(x, n):  # of any shape: only its arguments' types matter here
+    if x.ndim == 1 and cuda.grid(1) < n:
+        x[cuda.grid(1)] += 1
+
+
+def test_a_launch_is_recorded_with_the_signature_a_gpu_compiles():
+    launches.record_launched()
+    try:
+        _add_one[1, 32](cuda.to_device(np.zeros(5, np.int16)), 5)
+        _add_one[1, 32](cuda.to_device(np.zeros((3, 4), np.float32))[:, :2], np.float32(2))
+        _add_one[1, 32](np.zeros((3, 4), np.float64, order="F"), True)
+        found = launches.launched()
+        assert found == {_add_one.py_func: {"void(int16[::1], int64)",
+                                             "void(float32[:, :], float32)",
+                                             "void(float64[::1, :], boolean)"}}, found
+        assert launches.launched() == {}  # the record starts again
+    finally:
+        launches._launched = None
+
+
+def test_a_type_a_signature_cannot_say_gives_no_signature():
+    assert launches.signature([np.zeros(3, [("a", np.int32)])]) == ""
+    assert launches.signature([(1, 2)]) == ""
+    assert launches.signature([np.zeros(2, bool), True]) == "void(boolean[::1], boolean)"
+
+
+def test_only_well_formed_entries_reach_the_certifying_process():
+    good = ["launched", "__main__", "kernel", "void(int32[::1], float64)"]
+    assert compiled.launched(good) == ("__main__", "kernel", "void(int32[::1], float64)")
+    assert compiled.launched(["launched", "answers_x", "f.<locals>.k", ""]) == \
+        ("answers_x", "f.<locals>.k", "")
+    for bad in (["launched", "__main__", "kernel", "void(__import__('os'))"],
+                ["launched", "__main__", "k; x", "void()"],
+                ["launched", "__main__", "kernel"], ["yours", 3], "launched"):
+        assert compiled.launched(bad) is None, bad
+
+
+CELLS = ['''
+import numpy as np
+from numba import cuda
+''', '''
+@cuda.jit
+def plain(x):
+    x[0] = 1
+''', '''
+made = cuda.jit(lambda x: None)
+''', '''
+@cuda.jit
+def odd(x):
+    x[0] = 1
+odd = wrap(odd)
+''', '''
+def host(x):
+    plain[1, 1](x)
+    made[1, 1](x)
+    odd[1, 1](x)
+''']
+
+
+def test_the_kernels_a_host_function_needs_are_found_and_judged_by_their_definitions():
+    found, _ = extract.statements(
+        [{"cell_type": "code", "source": source} for source in CELLS])
+    kernels = compiled.kernels(found, ["host"])
+    assert kernels["plain"] == "" and "made" in kernels, kernels
+    assert kernels.get("odd"), kernels  # wrapped by code of the student's
+    assert compiled.needs_own(found, ["host"])  # odd: only a process of its own loads it
+    plain_only, _ = extract.statements([{"cell_type": "code", "source": source} for source
+                                        in CELLS[:2] + ["def host(x):\n    plain[1, 1](x)"]])
+    assert compiled.kernels(plain_only, ["host"]) == {"plain": ""}
+    assert not compiled.needs_own(plain_only, ["host"])
