@@ -116,7 +116,7 @@ def rotated(kernel, blocks, threads, m):
 def normalized(kernel, blocks, threads, x):
     """out after kernel[blocks, threads](x, out, peak) on the device, peak = [-inf]."""
     out = DeviceOutput(np.full_like(x, np.nan))
-    kernel[blocks, threads](cuda.to_device(x), out.array,
+    kernel[blocks, threads](core.guarded_input(x), out.array,
                             cuda.to_device(np.full(1, -np.inf, np.float32)))
     return out.read("out")
 

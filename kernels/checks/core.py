@@ -171,6 +171,19 @@ class DeviceOutput:
         return flat[GUARD:-GUARD].reshape(self.shape)
 
 
+def guarded_input(values):
+    """`values` in device memory for a kernel to read: a view of a larger array whose
+    GUARD elements on each side hold a value that changes any result it enters (NaN; an
+    integer type's largest), so that a kernel reading past either end gets a wrong result
+    on a GPU too, where no bounds check stops it (the simulator's view raises IndexError,
+    as its array would)."""
+    values = np.ascontiguousarray(values)
+    kind = values.dtype.kind
+    poison = np.full(GUARD, np.nan if kind in "fc" else np.iinfo(values.dtype).max
+                     if kind in "iu" else 1, values.dtype)
+    buffer = cuda.to_device(np.concatenate([poison, values.ravel(), poison]))
+    return buffer[GUARD:GUARD + values.size].reshape(values.shape)
+
 
 class launched_on_device:
     """A kernel checker's run(inputs), from its launch(inputs) -> (kernel, configuration,
@@ -195,13 +208,14 @@ class launched_on_device:
 @answer_step
 def launch_guarded(kernel, configuration, args, output, output_name):
     """kernel[configuration](*args) with the arrays in device memory, argument number
-    `output` inside a DeviceOutput; what the kernel wrote comes back checked for strays."""
+    `output` inside a DeviceOutput, the others inside guard bands (guarded_input); what
+    the kernel wrote comes back checked for strays."""
     # said plainly, not as whatever the arrays' types make a host function raise
     launches.require_kernel(kernel, "this exercise")
     guarded = DeviceOutput(args[output])
     kernel[configuration](*[
         guarded.array if i == output else
-        cuda.to_device(arg) if isinstance(arg, np.ndarray) else arg
+        guarded_input(arg) if isinstance(arg, np.ndarray) else arg
         for i, arg in enumerate(args)])
     return guarded.read(output_name)
 
