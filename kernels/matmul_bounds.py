@@ -151,6 +151,11 @@ def phrases(b):
                                                                   f"{b.blocks_per_sm} blocks"),
         "slots": f"{b.slots}",
         "idle_pct": f"{100 * b.idle:.0f}",
+        # on a GPU with fewer SMs than tiles (a T4: 40 for 64) no SM is idle
+        "tiles_idle": (f"{100 * b.idle:.0f}% of the SMs get no tile at all" if b.idle > 0
+                       else f"every SM gets a tile, and {b.slots - b.tiles} of the "
+                            f"{b.slots} places for blocks stay empty" if b.tiles < b.slots
+                       else "every SM gets a tile and every place for a block is taken"),
         "splits": f"{b.splits}",
         "shares": _count(b.shares),
         "atomic_adds": f"{b.atomic_adds / 1e6:,.0f} million" if b.atomic_adds >= 1e6

@@ -56,6 +56,10 @@ def test_rendered_numbers_for_each_gpu(device, peak, split, one_block):
     assert ("returns 1" in text["split_predicted"]) == (splits == 1)
     assert (text["split_costs"] == "") == (splits == 1)
     assert ("not the case" in text["one_block_case"]) == (not one_block[0])
+    # no idle SMs on a T4 (64 tiles, 40 SMs): the sentence says so, not "0% of the SMs"
+    assert text["tiles_idle"] == (f"{idle}% of the SMs get no tile at all" if idle != "0"
+                                  else "every SM gets a tile, and 16 of the 80 places "
+                                       "for blocks stay empty")
 
 
 def test_the_bounds_are_what_the_launchers_do():

@@ -1,5 +1,7 @@
 """The recorded GPU timings the book shows: valid, complete, and not stale."""
 
+import dataclasses
+
 import pytest
 
 from kernels import harness
@@ -48,3 +50,11 @@ def test_stale_recording_is_flagged(monkeypatch):
     monkeypatch.setattr(BENCHMARKS[key], "covers", (test_schema,))
     result = harness.recorded(key)
     assert result.stale and "STALE" in result.caption
+
+
+def test_where_names_the_recording_or_the_live_run():
+    result = harness.recorded(sorted(BENCHMARKS)[0])
+    dev, date = result.env["device"]["name"], result.entry["date"][:10]
+    assert result.where == f"the {dev} recording of {date}"
+    live = dataclasses.replace(result, live=True)
+    assert live.where == f"this run on the {dev}" and "recording" not in live.where

@@ -15,7 +15,10 @@ whose digest no longer matches is stale: `make notebooks` runs the chapter again
 without touching either is caught by tests/test_book.py, which compares the store with
 the values the book build glued.
 
-    python book/_tools/glue_values.py collect ROOT CHAPTER OUT   (the child process)
+    python book/_tools/glue_values.py collect ROOT CHAPTER OUT [BENCH]   (the child process)
+
+BENCH, a folder of recordings in place of book/_data/bench, renders the chapter against
+another device's data (render_against.py).
 """
 
 import ast
@@ -95,15 +98,17 @@ def values(root, name, mode="fresh"):
     return data
 
 
-def collect(root, name):
-    """Run the chapter's code cells in a child process; what they glued."""
+def collect(root, name, bench=None):
+    """Run the chapter's code cells in a child process; what they glued. `bench`: a
+    folder of recordings the chapter reads in place of book/_data/bench."""
     env = dict(os.environ, NUMBA_ENABLE_CUDASIM="1", MPLBACKEND="Agg",
                PYTHONPATH=os.pathsep.join(filter(None, [str(root),
                                                         os.environ.get("PYTHONPATH")])))
     with tempfile.TemporaryDirectory() as work:
         out = pathlib.Path(work) / "glued.json"
         proc = subprocess.run([sys.executable, str(pathlib.Path(__file__).resolve()), "collect",
-                               str(root), name, str(out)], cwd=work, env=env,
+                               str(root), name, str(out)] + ([str(bench)] if bench else []),
+                              cwd=work, env=env,
                               capture_output=True, text=True)
         if proc.returncode != 0:
             raise ConversionError(f"{name}.md: running its code cells for the glued numbers "
@@ -123,7 +128,7 @@ def recording_of(result):
     return env["device"]["name"], entry["date"][:10]
 
 
-def run_chapter(root, name):
+def run_chapter(root, name, bench=None):
     """In this process: run the chapter's code cells, return what they glued."""
     import importlib.util
     import types
@@ -144,6 +149,8 @@ def run_chapter(root, name):
     except ImportError:  # a book without the course package (the tools' tests)
         recording = None
     if recording is not None:
+        if bench is not None:
+            recording.BENCH_DIR = pathlib.Path(bench)
         plain = recording.Result.__getattribute__
 
         def noted(self, attr):
@@ -183,10 +190,10 @@ def run_chapter(root, name):
 
 
 def main(argv):
-    if len(argv) != 4 or argv[0] != "collect":
+    if len(argv) not in (4, 5) or argv[0] != "collect":
         sys.exit(__doc__)
     root, name, out = pathlib.Path(argv[1]), argv[2], pathlib.Path(argv[3])
-    glued = run_chapter(root, name)
+    glued = run_chapter(root, name, argv[4] if len(argv) == 5 else None)
     out.write_text(json.dumps(glued, ensure_ascii=False))
 
 

@@ -211,6 +211,15 @@ class Result:
             text += " - STALE: the kernels changed since this recording"
         return text
 
+    @property
+    def where(self):
+        """Where the numbers come from, for a sentence: 'this run on the Tesla T4' (live)
+        or 'the NVIDIA H200 recording of 2026-11-26'; a page read live on a GPU must not
+        call its own run a recording."""
+        dev = self.env["device"]["name"]
+        return (f"this run on the {dev}" if self.live
+                else f"the {dev} recording of {self.entry['date'][:10]}")
+
 
 def recorded(key):
     """The recorded entry of benchmark `key`, newest across devices, staleness checked.
