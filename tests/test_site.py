@@ -91,6 +91,13 @@ FIGURES_JS = r"""
 """
 FIGURE_WIDTHS = (1280, 400)  # a laptop's window and a phone
 
+# The search fields and buttons a reader can see.
+SEARCHES_JS = r"""
+[...document.querySelectorAll(".search-button-field, .search-button")].filter((s) =>
+  s.checkVisibility({checkVisibilityCSS: true}) && s.getBoundingClientRect().width > 0)
+  .length
+"""
+
 # The previous and next links at the page's foot: how many lines each title takes.
 PAGER_JS = r"""
 [...document.querySelectorAll(".prev-next-area a .prev-next-title")].map((t) => ({
@@ -152,13 +159,15 @@ def site(server, tmp_path_factory):
             if name in SCREENSHOTS:
                 browser.screenshot(ARTIFACTS / f"{name.rsplit('/', 1)[-1]}.png")
             facts[name].update(browser.evaluate(HEADINGS_JS))
-            facts[name]["overflow"], facts[name]["fit"], facts[name]["pager"] = {}, {}, {}
+            for kind in ("overflow", "fit", "pager", "searches"):
+                facts[name][kind] = {}
             for width in WIDTHS:  # the same page laid out again at each width
                 browser.resize(width)
                 browser.wait(0.3)
                 facts[name]["overflow"][width] = browser.evaluate(OVERFLOW_JS)
                 facts[name]["fit"][width] = browser.evaluate(PAGE_FIT_JS)
                 facts[name]["pager"][width] = browser.evaluate(PAGER_JS)
+                facts[name]["searches"][width] = browser.evaluate(SEARCHES_JS)
             browser.resize(WIDTHS[0])
             if facts[name]["solutions"] and "opened" not in facts:
                 # a collapsed solution must still open: click its toggle
@@ -291,6 +300,15 @@ def test_previous_and_next_titles_read_on_two_lines_at_most(site, name):
 
 
 @pytest.mark.parametrize("name", PAGES)
+def test_one_search_field_at_each_width(site, name):
+    """One search, not two: at 1280 px the theme's header showed a second search field
+    above the sidebar's, in an otherwise empty band (course.css hides that header
+    while the sidebar is shown)."""
+    assert site[name]["searches"] == {w: 1 for w in WIDTHS}, \
+        f"{name}: search fields shown at each width: {site[name]['searches']}"
+
+
+@pytest.mark.parametrize("name", PAGES)
 def test_text_in_columns_keeps_its_lines(site, name):
     """A printed table or the grader's race picture keeps each line whole, so its
     columns line up, scrolling inside its own box where the column is narrower
@@ -326,7 +344,8 @@ SIDEBAR_JS = """({
 def test_menu_and_contents_buttons_work(server, tmp_path_factory):
     """The buttons a reader sees, clicked: on a phone the menu opens the navigation to
     every page and the contents button the page's sections; on a laptop the menu
-    button folds the sidebar away, widening the text, and brings it back."""
+    button folds the sidebar away, widening the text, leaving a search, and brings it
+    back."""
     page = NOTEBOOK_PAGES[0]
     browser = Browser(find_chromium(), tmp_path_factory.mktemp("chromium-buttons"))
     try:
@@ -356,6 +375,8 @@ def test_menu_and_contents_buttons_work(server, tmp_path_factory):
         folded = browser.evaluate(SIDEBAR_JS)
         assert not folded["shown"] and folded["article"] > before["article"] + 100, \
             f"1280 px: the menu button does not fold the sidebar away: {before} -> {folded}"
+        # the sidebar's search folded away with it: the page header's comes back
+        assert browser.evaluate(SEARCHES_JS) == 1, "1280 px: no search with the sidebar folded"
         browser.click_shown(".primary-toggle")
         browser.wait(0.8)
         assert browser.evaluate(SIDEBAR_JS)["shown"], "1280 px: the sidebar does not come back"
