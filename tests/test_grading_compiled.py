@@ -41,6 +41,7 @@ def test_only_well_formed_entries_reach_the_certifying_process():
     assert compiled.launched(good) == ("__main__", "kernel", "void(int32[::1], float64)")
     assert compiled.launched(["launched", "answers_x", "f.<locals>.k", ""]) == \
         ("answers_x", "f.<locals>.k", "")
+    assert compiled.launched(["launched", "@host", "k", "void()"]) == ("@host", "k", "void()")
     for bad in (["launched", "__main__", "kernel", "void(__import__('os'))"],
                 ["launched", "__main__", "k; x", "void()"],
                 ["launched", "__main__", "kernel"], ["yours", 3], "launched"):

@@ -134,17 +134,31 @@ def _host(value):
 MAX_LAUNCHED = 32  # kernels' signatures reported in one reply: more is not an answer's
 
 
-def _launched():
-    """["launched", the module of a kernel of yours launched since the last reply, its
-    function's qualified name, a signature ("" if it cannot be said)] for each signature
-    each was launched with (kernels.checks.launches): where a certifying process finds
-    it (locate)."""
+def _launched(namespace, names):
+    """["launched", where a kernel of yours launched since the last reply lives (_where),
+    its function's qualified name, a signature ("" if it cannot be said)] for each
+    signature each was launched with (kernels.checks.launches): where a certifying
+    process that loads the same statements finds it (locate)."""
     from kernels.checks import launches
 
-    return [["launched", str(getattr(function, "__module__", "")),
+    return [["launched", _where(function, namespace or {}, names),
              str(getattr(function, "__qualname__", "")), signature]
             for function, signatures in launches.launched().items()
             for signature in sorted(signatures)][:MAX_LAUNCHED]
+
+
+def _where(function, namespace, names):
+    """"__main__" for a kernel of the notebook's namespace; "@name" for one among the
+    globals of the function `name` (of `names`: a module the notebook made, whose name
+    another cell may have taken since); else the function's module's name."""
+    head = str(getattr(function, "__qualname__", ""))
+    if getattr(namespace.get(head), "py_func", None) is function:
+        return "__main__"
+    for name in names:
+        found = getattr(namespace.get(name), "__globals__", None)
+        if isinstance(found, dict) and getattr(found.get(head), "py_func", None) is function:
+            return f"@{name}"
+    return str(getattr(function, "__module__", ""))
 
 
 class NotFound(Exception):
@@ -153,10 +167,11 @@ class NotFound(Exception):
 
 
 def locate(namespace, module, qualname):
-    """The kernel whose function is `qualname` of `module` ("__main__": the notebook's
-    namespace), as this process loaded it."""
-    found = namespace if module == "__main__" else getattr(sys.modules.get(module),
-                                                           "__dict__", None)
+    """The kernel whose function is `qualname` of `module` (as _where says it), as this
+    process loaded it."""
+    found = (namespace if module == "__main__" else
+             getattr(namespace.get(module[1:]), "__globals__", None) if module[:1] == "@"
+             else getattr(sys.modules.get(module), "__dict__", None))
     parts = qualname.split(".")
     if found is None or "<locals>" in parts or parts[0] not in found:
         raise NotFound(f"{module}.{qualname} is not loaded where Numba targets a GPU")
@@ -213,7 +228,7 @@ def main():
         except BaseException as err:  # the student's code raised
             reply = ("error", type(err).__name__, str(err)[:MAX_MESSAGE])
         made = launches.counts() - before
-        made = [[origin, made[origin]] for origin in made] + _launched()
+        made = [[origin, made[origin]] for origin in made] + _launched(namespace, job["names"])
         try:
             frame = channel.encode((*reply, made))
         except channel.ChannelError as err:  # it returned something else than plain data

@@ -40,7 +40,7 @@ def launched(entry):
             and all(isinstance(e, str) and len(e) < 400 for e in entry[1:])):
         return None
     _, module, qualname, signature = entry
-    if not (_DOTTED.fullmatch(module) and _DOTTED.fullmatch(qualname)) or \
+    if not (_DOTTED.fullmatch(module.removeprefix("@")) and _DOTTED.fullmatch(qualname)) or \
             signature and not SIGNATURE.fullmatch(signature):
         return None
     return module, qualname, signature
