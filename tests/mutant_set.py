@@ -282,6 +282,8 @@ EQUIVALENT = {
     "mutex-ex-bins:indices-swapped@bin_product": ANY_LAUNCH,
     "reduction-ex-argmax:stride-of-block@argmax_kernel": EVERY_BLOCK,
     "mutex-ex-argmax:stride-of-block@argmax_mutex_kernel": EVERY_BLOCK,
+    "reduction-ex-topk:bound-flipped@topk_kernel#1": "a value equal to the last one kept "
+    "takes its place (the list is sorted, so it moves no further): the same values",
     "reduction-ex-topk:bound-flipped@topk_kernel#2": "a value moves past equal ones: the "
     "list holds the same values",
     "reduction-ex-topk:bound-flipped@topk_kernel#4": "on a tie the merge takes the other "
