@@ -265,3 +265,11 @@ def test_raw_launch_above_the_limit_is_refused_by_cuda():
 def test_jacobi_full_size_on_gpu(version):
     u = np.random.default_rng(9).random(size("jacobi"), dtype=np.float32)
     check(c.VERSIONS[version](cuda.to_device(u), 16), c.jacobi_reference(u, 16))
+
+
+def test_the_converge_checker_has_more_points_than_a_gpu_grid_has_threads(monkeypatch):
+    from kernels.checks import cooperative as checker
+    monkeypatch.setattr(checker, "SIMULATOR", False)
+    monkeypatch.setattr(checker.kernels, "device",
+                        lambda: {"sm_count": 40, "compute_capability": [7, 5]})  # a T4
+    assert checker._past_one_grid() == 40 * 1_024 + 1_003

@@ -12,7 +12,8 @@ barrier in place of a grid barrier leaves conflicts between blocks.
 import numpy as np
 from numba import cuda
 
-from kernels import SIMULATOR, cooperative
+import kernels
+from kernels import SIMULATOR, cooperative, hardware
 from kernels.checks import launches
 from kernels.checks import core, races
 from kernels.checks.core import (DeviceOutput, answer_side, answer_step, calling,
@@ -140,12 +141,13 @@ def _jacobi_until_converged_reference(u, tol, max_steps):
 def _past_one_grid():
     """More points than a cooperative grid can have threads, so that one point per thread
     cannot cover them: every thread must loop. On a GPU: its SMs x the threads each can
-    hold, from the device; on the simulator, whose cooperative grid is one block: more
+    hold (the device's SM count; its compute capability's resident threads per SM); on the simulator, whose cooperative grid is one block: more
     than a block's 1,024 threads."""
     if SIMULATOR:
         return 1_100
-    device = cuda.get_current_device()
-    return device.MULTIPROCESSOR_COUNT * device.MAX_THREADS_PER_MULTI_PROCESSOR + 1_003
+    device = kernels.device()
+    return (device["sm_count"] * hardware.max_threads_per_sm(device["compute_capability"])
+            + 1_003)
 
 
 def _third_change(u):
