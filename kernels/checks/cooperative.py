@@ -141,8 +141,8 @@ def _jacobi_until_converged_reference(u, tol, max_steps):
 def _past_one_grid():
     """More points than a cooperative grid can have threads, so that one point per thread
     cannot cover them: every thread must loop. On a GPU: its SMs x the threads each can
-    hold (the device's SM count; its compute capability's resident threads per SM); on the simulator, whose cooperative grid is one block: more
-    than a block's 1,024 threads."""
+    hold (the device's SM count; its compute capability's resident threads per SM); on
+    the simulator, whose cooperative grid is one block: more than a block's 1,024."""
     if SIMULATOR:
         return 1_100
     device = kernels.device()
