@@ -206,7 +206,7 @@ def main(argv=None):
     results["mutants"] = {m.name: {**kept, **found}[m.name] for m in everything
                           if m.name in kept or m.name in found}
     results.update(device=" and ".join(sorted({v["device"] for v in found.values()})),
-                   date=datetime.date.today().isoformat(), seconds=round(results["seconds"]))
+                   date=datetime.date.today().isoformat(), seconds=round(results.get("seconds", seconds)))
     args.results.write_text(json.dumps(results, indent=1) + "\n")
     if args.results == RESULTS:
         write_table(results)
