@@ -182,7 +182,7 @@ def runs_in_turn(fn, seen=None):
     if code is None or _code_waits(code):
         return False
     cells = [c.cell_contents for c in (fn.__closure__ or ()) if _filled(c)]
-    for value in [fn.__globals__.get(n) for n in _names(code)] + cells:
+    for value in [fn.__globals__.get(n) for n in code_names(code)] + cells:
         if isinstance(value, kernel.FakeCUDAKernel):
             value = value.fn
         if isinstance(value, pytypes.FunctionType):
@@ -202,11 +202,12 @@ def _filled(cell):
     return True
 
 
-def _names(code):
+def code_names(code):
+    """The global and attribute names a code object (or one nested in it) uses."""
     names = set(code.co_names)
     for const in code.co_consts:
         if isinstance(const, pytypes.CodeType):
-            names |= _names(const)
+            names |= code_names(const)
     return names
 
 

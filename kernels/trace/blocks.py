@@ -15,6 +15,7 @@ import numpy as np
 from numba.cuda.simulator import kernel as sim
 from numba.cuda.simulator.cudadrv import devicearray
 
+from kernels import simulator
 from kernels.trace.model import TraceError
 
 GRID_WAIT_S = 60.0  # a grid barrier some threads never reach: said, not hung
@@ -30,7 +31,7 @@ def uses_grid_sync(fn, seen=None):
     if fn in seen:
         return False
     seen.add(fn)
-    names = _names(fn.__code__)
+    names = simulator.code_names(fn.__code__)
     if "this_grid" in names:
         return True
     for name in names:
@@ -38,14 +39,6 @@ def uses_grid_sync(fn, seen=None):
         if isinstance(value, sim.FakeCUDAKernel) and uses_grid_sync(value.fn, seen):
             return True
     return False
-
-
-def _names(code):
-    found = set(code.co_names)
-    for const in code.co_consts:
-        if hasattr(const, "co_names"):
-            found |= _names(const)
-    return found
 
 
 class GridBarrier:
