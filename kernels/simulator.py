@@ -101,8 +101,7 @@ class YieldingBlockManager(kernel.BlockManager):
         launching = threading._active.get(me)
         try:
             for block_point in np.ndindex(*self._block_dim):
-                thread = threading._active[me] = InTurn(self._block_dim, grid_point,
-                                                        block_point)
+                threading._active[me] = InTurn(self._block_dim, grid_point, block_point)
                 try:
                     self._f(*args)
                 except Exception as err:  # said as Numba's threads say it
@@ -112,7 +111,6 @@ class YieldingBlockManager(kernel.BlockManager):
                     except Exception:
                         raise err from None
                     raise said.with_traceback(err.__traceback__) from None
-                del thread
         finally:
             if launching is None:
                 threading._active.pop(me, None)
@@ -132,7 +130,6 @@ class InTurn:
         self.threadIdx = kernel.Dim3(*thread_idx)
         x, y, _ = block_dim
         self.thread_id = thread_idx[0] + x * (thread_idx[1] + y * thread_idx[2])
-        self.exception, self.abort = None, False
 
 
 _EVERY_THREAD_ITS_OWN = 0  # while above 0 (a trace), every thread is an OS thread
