@@ -37,6 +37,15 @@ start as NumPy's np.empty or np.zeros left them, often zeros, so a kernel that r
 an element before any thread wrote it (a tree over more slots than threads, say) passes
 there and fails on a GPU. install() gives each new array a byte pattern instead
 (garbage): a correct kernel never reads it.
+
+Numba types a float literal in a kernel as float64, and float32 with float64 gives
+float64: `s = 0.0; s += x[i]` over float32 data sums in float64 on a GPU. The simulator
+runs the kernel as Python, where NumPy takes the literal for a weak Python float and
+keeps float32, so the same correct answer loses digits there only. The simulator runs
+each kernel and device function with its float and complex constants made float64 and
+complex128 NumPy scalars (numba_typed), which NumPy promotes as Numba does. Integer
+literals stay Python ints: NumPy scalars would slow every index, and Numba's int64
+literals change results only where an int32 or smaller value overflows.
 """
 
 import contextlib
@@ -62,6 +71,9 @@ _PAGE_LOCKED = {}  # id of a root array -> a weak reference to it
 
 class YieldingBlockManager(kernel.BlockManager):
     """numba.cuda.simulator.kernel.BlockManager, yielding the GIL after each poll."""
+
+    def __init__(self, f, *args):
+        super().__init__(numba_typed(f), *args)
 
     def run(self, grid_point, *args):
         if not self._debug and not _EVERY_THREAD_ITS_OWN and runs_in_turn(self._f):
@@ -191,6 +203,49 @@ def runs_in_turn(fn, seen=None):
     return True
 
 
+_NUMBA_TYPED = weakref.WeakKeyDictionary()  # a kernel's function -> numba_typed's
+
+
+def numba_typed(fn):
+    """`fn` with its float and complex constants made np.float64 and np.complex128, as
+    Numba types them (see the module docstring); a function without code, as it is."""
+    code = getattr(fn, "__code__", None)
+    if not isinstance(fn, pytypes.FunctionType) or code is None:
+        return fn
+    typed = _NUMBA_TYPED.get(fn)
+    if typed is None:
+        typed = pytypes.FunctionType(_typed_code(code), fn.__globals__, fn.__name__,
+                                     fn.__defaults__, fn.__closure__)
+        typed.__kwdefaults__ = fn.__kwdefaults__
+        typed.__qualname__, typed.__module__ = fn.__qualname__, fn.__module__
+        _NUMBA_TYPED[fn] = typed
+    return typed
+
+
+def _typed_code(code):
+    return code.replace(co_consts=tuple(_typed_constant(c) for c in code.co_consts))
+
+
+def _typed_constant(c):
+    if type(c) is float:
+        return np.float64(c)
+    if type(c) is complex:
+        return np.complex128(c)
+    if type(c) is tuple:
+        return tuple(_typed_constant(e) for e in c)
+    if isinstance(c, pytypes.CodeType):
+        return _typed_code(c)
+    return c
+
+
+def _device_call(self, *args):
+    """FakeCUDAKernel.__call__, but a device function runs numba_typed."""
+    if self._device or kernel._kernel_context:
+        with kernel.swapped_cuda_module(self.fn, kernel._get_kernel_context()):
+            return numba_typed(self.fn)(*args)
+    return _KERNEL_CALL(self, *args)
+
+
 def _filled(cell):
     try:
         cell.cell_contents
@@ -290,11 +345,13 @@ def _local_array(self, shape, dtype, alignment=None):
 
 _SHARED_ARRAY, _SHARED_INIT = kernelapi.FakeCUDAShared.array, kernelapi.FakeCUDAShared.__init__
 _LOCAL_ARRAY = kernelapi.FakeCUDALocal.array
+_KERNEL_CALL = kernel.FakeCUDAKernel.__call__
 
 
 def install():
-    """Make the simulator's launches use YieldingBlockManager, note pinned arrays, and
-    give new shared and local arrays garbage."""
+    """Make the simulator's launches use YieldingBlockManager, run kernels and device
+    functions numba_typed, note pinned arrays, and give new shared and local arrays
+    garbage."""
     from numba import cuda
 
     if kernel.BlockManager is YieldingBlockManager:
@@ -303,6 +360,7 @@ def install():
     kernelapi.FakeCUDAShared.array = _shared_array
     kernelapi.FakeCUDAShared.__init__ = _shared_init
     kernelapi.FakeCUDALocal.array = _local_array
+    kernel.FakeCUDAKernel.__call__ = _device_call
     for name in ("pinned_array", "pinned_array_like"):
         made = _noting(getattr(devicearray, name))
         setattr(devicearray, name, made)

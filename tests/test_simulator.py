@@ -1,3 +1,4 @@
+import contextlib
 import threading
 
 import numpy as np
@@ -127,3 +128,35 @@ def test_threads_that_cannot_wait_for_each_other_run_in_turn():
 @cuda.jit
 def _index_out_of_bounds(x):
     x[cuda.grid(1)] = 1  # no bound check
+
+
+@cuda.jit(device=True)
+def _tenth(v):
+    return v * 0.1  # float64 in Numba, whatever v's float type
+
+
+@cuda.jit
+def _sums_from_a_float_literal(x, out):
+    s = 0.0  # float64 in Numba: the float32 elements are summed in float64
+    tenths = 0.0
+    for i in range(x.size):
+        s += x[i]
+        tenths += _tenth(x[i])
+    out[0] = s
+    out[1] = tenths
+
+
+def test_float_literals_are_float64_as_in_numba(rng):
+    """A float32 value meets a float literal in float64, on the simulator as on a GPU:
+    NumPy alone would keep float32 for a Python float."""
+    x = rng.uniform(0.1, 1, 1001).astype(np.float32) + np.float32(100)
+    in_order, tenths = 0.0, 0.0
+    for v in x:
+        in_order += float(v)
+        tenths += float(v) * 0.1
+    for threads in (contextlib.nullcontext(), simulator.every_thread_its_own()):
+        out = np.full(2, np.nan)
+        with threads:  # in turn, then each CUDA thread an OS thread (each writes the same)
+            _sums_from_a_float_literal[2, 3](x, out)
+        assert out[0] == in_order
+        assert out[1] == tenths

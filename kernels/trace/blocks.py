@@ -80,10 +80,11 @@ def run_all_blocks(dispatcher, args, on_grid_sync):
     with sim._push_kernel_context(module), sim.swapped_cuda_module(dispatcher.fn, module):
         managers = [sim.BlockManager(dispatcher.fn, grid_dim, block_dim, False)
                     for _ in blocks]
+        fn = simulator.numba_typed(dispatcher.fn)
         by_block = {}
         for point, manager in zip(blocks, managers):
             by_block[point] = [
-                sim.BlockThread(lambda: dispatcher.fn(*fake_args), manager, point, t, False)
+                sim.BlockThread(lambda: fn(*fake_args), manager, point, t, False)
                 for t in np.ndindex(*block_dim)]
         for threads in by_block.values():
             for t in threads:
