@@ -81,3 +81,13 @@ def test_the_kernels_a_host_function_needs_are_found_and_judged_by_their_definit
                                         in CELLS[:2] + ["def host(x):\n    plain[1, 1](x)"]])
     assert compiled.kernels(plain_only, ["host"]) == {"plain": ""}
     assert not compiled.needs_own(plain_only, ["host"])
+
+
+def test_a_string_that_holds_a_kernel_s_source_is_no_kernel():
+    """A module's source kept in a string (exec'd into a module) names cuda.jit in its
+    text only: no certifying process is started for the string."""
+    source = ["from numba import cuda\n",
+              "SOURCE = '@cuda.jit\\ndef k(x):\\n    x[0] = 1\\n'\n",
+              "def host(x):\n    ns = {}\n    exec(SOURCE, ns)\n    ns['k'][1, 1](x)\n"]
+    found, _ = extract.statements([{"cell_type": "code", "source": s} for s in source])
+    assert compiled.kernels(found, ["host"]) == {}

@@ -53,12 +53,18 @@ def kernels(found, names):
     found_names = []
     for s in extract.needed(found, names):
         node = s.node
-        if isinstance(node, ast.FunctionDef) and any(
-                "jit" in ast.unparse(d) for d in node.decorator_list):
+        if isinstance(node, ast.FunctionDef) and any(map(_names_jit, node.decorator_list)):
             found_names.append(node.name)
-        elif isinstance(node, ast.Assign) and "jit" in ast.unparse(node.value):
+        elif isinstance(node, ast.Assign) and _names_jit(node.value):
             found_names += [t.id for t in node.targets if isinstance(t, ast.Name)]
     return {n: extract.kernel_only(found, [n]) for n in dict.fromkeys(found_names)}
+
+
+def _names_jit(expr):
+    """Whether `expr` names a jit (cuda.jit, jit, njit): a name or attribute, not the
+    text of a string (a module's source held in a string is no kernel)."""
+    return any(isinstance(n, ast.Name) and "jit" in n.id or
+               isinstance(n, ast.Attribute) and "jit" in n.attr for n in ast.walk(expr))
 
 
 def needs_own(found, names):
