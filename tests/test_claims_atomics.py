@@ -288,3 +288,39 @@ def test_histogram_best_against_the_gpu_libraries_measured_alike():
     assert glued["peer_e2e_vs"].endswith(f" {e2e['name']}")  # than, or as
     assert claims.agrees(glued["peer_e2e_vs"], best["e2e_ms"]["median"],
                          e2e["e2e_ms"]["median"])
+
+
+STEPS = (  # (glued phrase, the version timed, the one before it)
+    ("wide_vs_shared", "histogram_shared_wide_loads", "histogram_shared_atomics"),
+    ("lane_vs_wide", "histogram_lane_private", "histogram_shared_wide_loads"),
+    ("last_gain", "histogram_last_block", "histogram_lane_private"),
+    ("tickets_gain", "histogram_bin_tickets", "histogram_last_block"),
+    ("lean_gain", "histogram_lean_count", "histogram_bin_tickets"),
+)
+
+
+def test_atomics_each_step_of_the_histogram_is_said_as_its_timing_goes():
+    """atomics.md, Timings: "Four bytes per load: [µs], [phrase]"; "The last three steps
+    ...: [phrase]; ...; [phrase]"; summary: "A histogram is made fast one timed step at a
+    time ... four bytes per load came out [phrase]; private copies per warp lane ...
+    [phrase] ... one launch instead of two ... [phrase]; one ticket per bin ... [phrase];
+    fewer instructions per byte, [phrase]": each step's word goes the way its medians
+    go, and the summary glues every step (it once sold one launch and fewer instructions
+    as gains that some recordings do not show)."""
+    import pathlib
+    import re
+
+    import claims
+    import numpy as np
+    res = _versions()
+    best = min(res.rows(kind="kernel"), key=med)
+    glued = claims.render("atomics", 'glue("wide_vs_shared"', res=res, best=best,
+                          best_us=1e3 * med(best), np=np, compare=compare)
+    for tag, mine, before in STEPS:
+        assert claims.agrees(glued[tag], med(res.get(mine)), med(res.get(before))), tag
+    text = (pathlib.Path(__file__).resolve().parents[1] / "book" / "atomics.md").read_text()
+    summary = text[text.index("## Summary"):]
+    step = summary[summary.index("* A histogram"):summary.index("* Check the input")]
+    for tag, _, _ in STEPS:
+        assert f"{{glue:text}}`{tag}`" in step, tag
+    assert not re.search(r"versions 5 to 7 gained", " ".join(text.split()))
