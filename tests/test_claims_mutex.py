@@ -32,8 +32,8 @@ def test_mutex_spin_bound_covers_the_longest_recorded_queue():
 
 def test_mutex_lock_cost_grows_with_holders_and_an_atomic_is_cheaper():
     """mutex.md: "With one block per SM a lock costs about ... ns per holder ... With ...
-    blocks it costs ... ns per holder, because the waiting threads hammer the same
-    address ... An atomic add needs no round trip"."""
+    blocks it costs ... ns per holder, most likely because the waiting threads hammer
+    the same address ... An atomic add needs no round trip"."""
     cost = rec("mutex.lock_cost")
     sms = cost.entry["params"]["sm_count"]
     one, many = (cost.get("add_one_mutex", blocks=k * sms)["ns_per_block"] for k in (1, 64))
@@ -152,3 +152,22 @@ def test_mutex_at_the_most_blocks_the_hand_overs_are_the_whole_cost():
     mutex = cont.get("dot_mutex", blocks=most)
     atomic = cont.get("dot_atomic", blocks=most)
     assert med(atomic) < 0.05 * med(mutex)
+
+
+def test_mutex_names_the_checkers_time_limit_on_a_gpu_and_on_the_simulator():
+    """mutex.md: "each call runs under a time limit (... `kernels.checks.core.TIME_LIMIT_S`,
+    20 s on a GPU and 60 s on the simulator)": the values as the source sets them (this
+    process may run on the simulator, so the GPU's is read from the assignment)."""
+    import inspect
+    import pathlib
+    import re
+
+    from kernels.checks import core
+    found = re.search(r"^TIME_LIMIT_S = ([\d.]+) if SIMULATOR else ([\d.]+)",
+                      inspect.getsource(core), flags=re.M)
+    assert found, "kernels.checks.core.TIME_LIMIT_S is no longer set as the sentence says"
+    simulator, gpu = (float(v) for v in found.groups())
+    text = " ".join((pathlib.Path(__file__).resolve().parents[1] / "book" / "mutex.md")
+                    .read_text().split())
+    assert (f"`kernels.checks.core.TIME_LIMIT_S`, {gpu:.0f} s on a GPU and {simulator:.0f} s "
+            "on the simulator") in text
