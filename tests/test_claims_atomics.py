@@ -86,6 +86,35 @@ def test_atomics_global_atomics_sit_on_two_levels_across_the_h100_runs():
     assert all(len(s) == 2 for s in seen.values()), seen
 
 
+def test_atomics_global_atomics_levels_are_the_h200_runs_too_and_change_within_a_session():
+    """atomics.md: "The H200 runs kept sit on the same levels, and in one H200 session the
+    two benchmarks that count the text sat one on each: the level changes from one
+    benchmark to the next, not with the device or the session" (each H200 run's
+    histogram_global_atomics rows, as recorded, stale or not, against the H100 levels)."""
+    import json
+
+    import claims
+    levels = {"Shakespeare": (1490, 2580), UNIFORM: (750, 1570), SPACES: (4098,)}
+    split_sessions = 0
+    files = [p for p in sorted(claims.HISTORY.glob("*.json"))
+             if json.loads(p.read_text())["device"]["name"] == "NVIDIA H200"]
+    for path in files:
+        data = json.loads(path.read_text())
+        on_text = set()
+        for key in ("histogram.versions", "histogram.inputs"):
+            entry = data["benchmarks"].get(key)
+            for r in entry["rows"] if entry else ():
+                if r["name"] != "histogram_global_atomics":
+                    continue
+                label = r.get("input", "Shakespeare")
+                near = [lv for lv in levels[label] if abs(1e3 * med(r) / lv - 1) < 0.03]
+                assert near, (path.name, key, label, 1e3 * med(r))
+                if label == "Shakespeare":
+                    on_text.add(near[0])
+        split_sessions += len(on_text) == 2
+    assert len(files) >= 2 and split_sessions >= 1
+
+
 def test_atomics_global_atomics_is_the_least_repeatable_of_our_kernels():
     """atomics.md: "Of our kernels' times this one is the least repeatable (some peers'
     vary more: `cupy.histogram`'s and `np.bincount`'s)": across the H100 runs kept, the
