@@ -1,0 +1,62 @@
+"""Claims of instructors.md about what the grader was measured to do: the mutants
+graded on a GPU (tests/mutation_results_gpu.json) and the cheats it withstands
+(tests/cheats.py). The simulator's mutants table is kept by tests/test_mutants.py.
+
+Each test's docstring quotes the sentence it protects; a failing test names the
+sentence to rewrite.
+"""
+
+import json
+import pathlib
+import re
+
+import cheats
+import mutation_runs
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+PAGE = (ROOT / "book" / "instructors.md").read_text()
+WORDS = ("no", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten",
+         "eleven", "twelve", "thirteen", "fourteen", "fifteen", "sixteen", "seventeen",
+         "eighteen", "nineteen", "twenty")
+
+
+def _paragraph(start):
+    at = PAGE.index(start)
+    return PAGE[at:PAGE.index("\n\n", at)]
+
+
+def test_instructors_gpu_survivors_are_the_ones_the_results_file_holds():
+    """instructors.md: "The same mutants were graded on a GPU too ... on an NVIDIA H100
+    (2026-11-26 ...) ... There four wrong answers got the points, all four killed on the
+    simulator: ..." (the count, the device, the dates and each survivor's exercise)."""
+    gpu = json.loads(mutation_runs.RESULTS.with_name("mutation_results_gpu.json").read_text())
+    sim = json.loads(mutation_runs.RESULTS.read_text())["mutants"]
+    survived = sorted(name for name, r in gpu["mutants"].items()
+                      if mutation_runs.verdict_of(name, r["points"], r.get("flag", ""))
+                      == "survived")
+    said = " ".join(_paragraph("The same mutants were graded on a GPU too").split())
+    assert f"There {WORDS[len(survived)]} wrong answers got the points" in said, survived
+    assert gpu["device"].replace("NVIDIA H100 80GB HBM3", "NVIDIA H100") in said
+    assert gpu["date"] in said
+    for name in survived:
+        assert f"`{name.split(':')[0]}`" in said, name
+        assert sim[name]["points"] == 0, f"{name} is not killed on the simulator"
+
+
+def test_instructors_the_cheats_counted_are_the_ones_tested():
+    """instructors.md: "`tests/cheats.py` holds nineteen such cheats"."""
+    said = re.search(r"`tests/cheats\.py` holds (\w+) such cheats", PAGE)
+    assert said and said.group(1) == WORDS[len(cheats.CASES)], len(cheats.CASES)
+
+
+def test_instructors_no_fence_is_listed_as_beyond_the_simulator():
+    """instructors.md says the tracer orders a lock's accesses "only with both its
+    fences ... a lock without either races": the simulator kills both fence-removed
+    mutants of every lock exercise, so no fence belongs in "What only a GPU shows"."""
+    sim = json.loads(mutation_runs.RESULTS.read_text())["mutants"]
+    fences = {name: r for name, r in sim.items() if name.split(":")[1].startswith(
+        "fence-removed@")}
+    assert {n.split("@")[1] for n in fences} >= {"lock", "unlock"}
+    assert all(r["points"] == 0 for r in fences.values()), fences
+    gpu_only = PAGE[PAGE.index("What only a GPU shows"):PAGE.index("(checkers-proven-by-mutants)")]
+    assert "fence" not in gpu_only
