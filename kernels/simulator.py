@@ -239,7 +239,8 @@ def _typed_constant(c):
 
 
 def _device_call(self, *args):
-    """FakeCUDAKernel.__call__, but a device function runs numba_typed."""
+    """FakeCUDAKernel.__call__ as install() found it (a launch counter's, say), but a
+    device function runs numba_typed."""
     if self._device or kernel._kernel_context:
         with kernel.swapped_cuda_module(self.fn, kernel._get_kernel_context()):
             return numba_typed(self.fn)(*args)
@@ -345,7 +346,7 @@ def _local_array(self, shape, dtype, alignment=None):
 
 _SHARED_ARRAY, _SHARED_INIT = kernelapi.FakeCUDAShared.array, kernelapi.FakeCUDAShared.__init__
 _LOCAL_ARRAY = kernelapi.FakeCUDALocal.array
-_KERNEL_CALL = kernel.FakeCUDAKernel.__call__
+_KERNEL_CALL = None  # FakeCUDAKernel.__call__ before install()
 
 
 def install():
@@ -360,6 +361,8 @@ def install():
     kernelapi.FakeCUDAShared.array = _shared_array
     kernelapi.FakeCUDAShared.__init__ = _shared_init
     kernelapi.FakeCUDALocal.array = _local_array
+    global _KERNEL_CALL
+    _KERNEL_CALL = kernel.FakeCUDAKernel.__call__
     kernel.FakeCUDAKernel.__call__ = _device_call
     for name in ("pinned_array", "pinned_array_like"):
         made = _noting(getattr(devicearray, name))

@@ -125,8 +125,23 @@ from kernels import checks, simulator
 from numba import cuda  # the course's patches of Numba follow its import
 from numba.cuda.simulator import kernel
 assert kernel.BlockManager is simulator.YieldingBlockManager
-assert kernel.FakeCUDAKernel.__call__.__name__ == "counted"  # checks.launches counts
 assert cuda.pinned is simulator.pinned and "saxpy" in checks.__all__
+from kernels.checks import launches
+
+@cuda.jit(device=True)
+def tenth(v):
+    return v * 0.1
+
+@cuda.jit
+def scale(x, out):
+    out[0] = tenth(x[0])
+
+import numpy as np
+x, out = np.array([100.3], np.float32), np.zeros(1)
+before = launches.counts()
+scale[1, 1](x, out)  # counted (checks.launches) and run numba-typed (simulator)
+assert sum(launches.counts().values()) == sum(before.values()) + 1
+assert out[0] == float(x[0]) * 0.1  # float64, as Numba types 0.1
 print("ok")
 """
 
