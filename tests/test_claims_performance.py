@@ -93,3 +93,18 @@ def test_intro_matmul_row_quotes_the_recorded_share_of_cublas():
     libs = [r for r in ladder.rows(kind="peer", n=n) if "cuBLAS" in r["name"]]
     best = 100 * min(claims.fair_ms(r, mine) / claims.fair_ms(mine, r) for r in libs)
     assert abs(pct - best) < 1.5, f"intro says {pct}%, the recording {best:.1f}%"
+
+
+def test_performance_fewer_blocks_do_not_remove_the_reductions_fixed_cost():
+    """performance.md (generated): "In `reduction.blocks_sweep` ..., `[the fastest]` with
+    [the fewest] blocks per SM is [compare.phrase] its fastest launch: fewer, longer-lived
+    blocks do not remove that cost" (the clause only where the verdict is "slower"); it
+    replaced "Closing the rest needs fewer, longer-lived blocks", which every recording
+    of the sweep refutes: one block per SM is slower than the fastest launch."""
+    sweep = rec("reduction.blocks_sweep")
+    timed = [r for r in sweep.rows() if "time_ms" in r]
+    fastest = min(timed, key=med)
+    fewest = min((r for r in timed if r["name"] == fastest["name"]),
+                 key=lambda r: r["blocks_per_sm"])
+    assert fewest["blocks_per_sm"] < fastest["blocks_per_sm"]
+    assert compare.verdict(fewest, fastest) == "slower"
