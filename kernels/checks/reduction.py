@@ -16,7 +16,7 @@ from kernels.checks.core import calling, run_cases
 
 __all__ = ["mean_variance", "argmax", "kahan_sum", "topk"]
 
-# (n, blocks): small on the simulator, where every thread is an operating-system thread
+# (n, blocks): small on the simulator, which runs every CUDA thread in Python
 LAUNCHES = ((1, 1), (255, 3), (257, 2), (10_001, 3))
 if not SIMULATOR:
     LAUNCHES += ((1_000_003, 264), (4_000_037, 1056))
