@@ -24,9 +24,6 @@ from kernels.checks import registry
 SIXTEEN_BITS = ("an index or count kept in 16 bits: wrong only from 32,768 (65,536 packed), "
                 "beyond the simulator's cases (issue 32 h)")
 SURVIVORS = {
-    "mutex-ex-argmax:int16@argmax_mutex#1": SIXTEEN_BITS + " (the index of an element "
-    "past 32,767 does not fit: the GPU's case of 1,000,003 elements kills it; the kernel "
-    "compiles, its plain store truncates)",
     "cooperative-ex-converge:int16@jacobi_until_converged": SIXTEEN_BITS + " (32,768 sweeps: "
     "a GPU grading runs 33,000; the simulator's grid syncs cannot afford them)",
 }

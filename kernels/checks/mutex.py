@@ -23,6 +23,10 @@ SIZES = (1, 17, 600, 1001) if SIMULATOR else (1, 17, 600, 1001, 1_000_003)
 # past what four blocks cover, so every thread loops (the simulator has one SM: four
 # blocks at most) and sees ties of its own
 LOOPS = 3001 if SIMULATOR else 1_000_003
+# The largest value's index past 16 bits, even packed unsigned beside its value: on the
+# simulator a grid-stride launch costs about what n=3,001 does (starting its threads is
+# most of it)
+PAST_16_BITS = 70_001
 EPS32 = float(np.finfo(np.float32).eps)
 RACE_SIZE = 300  # the race case: 2 blocks of THREADS on the simulator
 
@@ -72,9 +76,9 @@ def lock_argmax(fn):
                   rng.integers(0, 5, LOOPS).astype(np.float32)))
     n = SIZES[-1]
     cases.append((f"n={n}, all negative", -1 - rng.random(n).astype(np.float32)))
-    last = rng.random(LOOPS).astype(np.float32)
+    last = rng.random(max(LOOPS, PAST_16_BITS)).astype(np.float32)
     last[-1] = 2
-    cases.append((f"n={LOOPS}, the largest value last", last))
+    cases.append((f"n={last.size:,}, the largest value last (its index needs 17 bits)", last))
     cases = [(what, x, np.array([x.max(), np.argmax(x)], np.float64)) for what, x in cases]
 
     answer = calling(fn)
