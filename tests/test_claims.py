@@ -93,8 +93,10 @@ def test_intro_lists_every_page_of_the_book_in_toc_order():
 
 # Words that compare or quantify what a figure measured. A caption cannot be glued, so
 # it says what the figure shows and leaves the comparison to the glued text beside it.
+# (Not "lower" or "later": a schematic's lower half, the later blocks in a queue.)
 COMPARISON = re.compile(
     r"\b(faster|slower|quicker|cheaper|dearer|costlier|better|worse|more|less|fewer|than"
+    r"|longer|shorter|higher|larger|smaller|bigger|greater|earlier|wider|narrower|heavier"
     r"|beats?|outperforms?|approach(es)?|close to|near|far (above|below|left|right|the)"
     r"|tallest|shortest|just (under|over)|twice|sharply|steeply|nearly flat|stays flat"
     r"|levels? off|levelling off|too (few|many)|reach(es|ed)?|parallel to|helps|dominates?"
@@ -140,7 +142,8 @@ def test_the_caption_scan_catches_a_comparison():
                  "of nanoseconds", "it reaches 61 TFLOP/s", "close to cuBLAS",
                  "they differ a hundredfold", "two orders of magnitude apart",
                  "the dashed line is the target; the best versions reach it",
-                 "on the right the time runs parallel to the floor", "the L2 helps"):
+                 "on the right the time runs parallel to the floor", "the L2 helps",
+                 "the copies end earlier", "its bar is longer", "a larger grid"):
         assert COMPARISON.search(text), text
     assert not COMPARISON.search("Every histogram version, fastest first, on the text")
 
