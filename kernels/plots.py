@@ -3,9 +3,13 @@
 * ``figure(height, ...)``: ``plt.subplots`` at the column's width (``WIDTH_IN``), laid
   out so that every label stays inside the figure;
 * ``title(ax, what, result)``: what the figure shows, and where its numbers come from;
+* ``wrap(text, width_in)``, ``panel_title(ax, text)``: text broken to a width measured in
+  the font; a panel's title wrapped to the panel's width as laid out (``fit_titles``);
 * ``png(fig)``: the figure as PNG at ``DPI``, with its smallest text and its width in
-  the PNG's ``course-figure`` text field; it refuses text smaller than ``MIN_PT`` and
-  text cut by the figure's edge;
+  the PNG's ``course-figure`` text field; it refuses text smaller than ``MIN_PT``, text
+  cut by the figure's edge (``cut_texts``), texts that run into each other
+  (``colliding_texts``), a note a plotted line runs through (``texts_over_lines``) and
+  a mark that leaves its panel (``escaping_marks``);
 * ``facts(png_bytes)`` and ``rendered_px(facts, shown_width)``: what the site test reads
   back: how tall the smallest text of a figure is on screen at the width it is shown.
 
@@ -20,12 +24,16 @@ and, inside IPython, shows every figure made by ``figure()`` through ``png()``.
 
 import io
 import json
-import textwrap
+import weakref
 
 import matplotlib
 import matplotlib.pyplot as plt
+import numpy as np
 from matplotlib.figure import Figure
+from matplotlib.font_manager import FontProperties
+from matplotlib.path import Path
 from matplotlib.text import Text
+from matplotlib.textpath import text_to_path
 from PIL import Image
 
 WIDTH_IN = 6.6     # the content column (about 690 px at a 1280 px window)
@@ -33,7 +41,6 @@ DPI = 200          # sharp on a high-density screen, where 690 CSS px are 1380 p
 MIN_PT = 9         # the smallest text a course figure may hold
 MIN_PX = 10        # the smallest text a reader should see on screen, in CSS px
 KEY = "course-figure"  # the PNG text field that carries the figure's facts
-TITLE_CHARS = 84   # characters of 10 pt text across the column, with a margin
 
 STYLE = {"font.size": 10, "axes.titlesize": 10, "axes.labelsize": 10,
          "xtick.labelsize": 9, "ytick.labelsize": 9, "legend.fontsize": 9,
@@ -64,62 +71,230 @@ def title(target, what, result=None):
     edge, where long lines have the whole width."""
     fig = target if isinstance(target, Figure) else target.figure
     text = what if result is None else f"{what}\n{result.caption}"
-    lines = [part for line in text.split("\n") for part in textwrap.wrap(line, TITLE_CHARS)]
-    fig.suptitle("\n".join(lines), x=0.01, ha="left",
+    # from 1% of the width in, with as much margin on the right
+    fig.suptitle(wrap(text, 0.98 * WIDTH_IN), x=0.01, ha="left",
                  fontsize=matplotlib.rcParams["axes.titlesize"])
 
 
+def wrap(text, width_in, size=None):
+    """`text` with each of its lines broken between words into lines no wider than
+    `width_in` inches at `size` points (default: the axes' title size), as measured in
+    the font, not counted in characters."""
+    prop = FontProperties(size=size or matplotlib.rcParams["axes.titlesize"])
+    limit = width_in * 72
+
+    def fits(line):
+        return text_to_path.get_text_width_height_descent(line, prop, ismath=False)[0] <= limit
+
+    lines = []
+    for given in text.split("\n"):
+        line = ""
+        for word in given.split(" "):
+            if line and not fits(f"{line} {word}"):
+                lines.append(line)
+                line = word
+            else:
+                line = f"{line} {word}" if line else word
+        lines.append(line)
+    return "\n".join(lines)
+
+
+_PANEL_TITLES = weakref.WeakKeyDictionary()  # Axes -> its title as given, by panel_title
+
+
+def panel_title(ax, text, columns=1):
+    """Title the panel `ax` at its left with `text`, wrapped by ``fit_titles(fig)`` (which
+    ``png`` calls) to the panel's width once the figure is laid out; until then, to a
+    guess of it: the column less its tick labels, shared by `columns` panels."""
+    _PANEL_TITLES[ax] = text
+    ax.set_title(wrap(text, (WIDTH_IN - 1.5) / columns), loc="left")
+
+
+def fit_titles(fig):
+    """Wrap each title set by panel_title to the width its panel was laid out at, so it
+    uses the whole width (a title no longer wraps at a guess of it)."""
+    fig.draw_without_rendering()
+    for ax in fig.axes:
+        if ax in _PANEL_TITLES:
+            ax.set_title(wrap(_PANEL_TITLES[ax], ax.bbox.width / fig.dpi), loc="left")
+
+
 def _drawn_texts(fig):
-    """(Text artist, size in points) of every non-empty text drawn when `fig` is drawn
-    (a tick label outside the view, or an invisible one, is not drawn)."""
-    drawn = []
+    """(Text artist, size in points, corners) of every non-empty line of text drawn
+    when `fig` is drawn (a tick label outside the view, or an invisible one, is not
+    drawn): the corners (4 x 2, display px, y up) of the line's box, turned with it."""
+    drawn, drawing = [], []
     renderer = fig.canvas.get_renderer()
+    height = renderer.get_canvas_width_height()[1]
 
     def draw_text(gc, x, y, s, prop, angle, ismath=False, mtext=None):
         if s.strip():
-            drawn.append((mtext, prop.get_size_in_points()))
+            # a text of several lines draws each with mtext None: its artist is the
+            # Text being drawn
+            artist = mtext if mtext is not None else drawing[-1] if drawing else None
+            # the box of the words, not of spaces that pad them away from a line
+            words = s.strip()
+            width, tall, descent = renderer.get_text_width_height_descent(words, prop, ismath)
+            lead = s[:len(s) - len(s.lstrip())]
+            start = renderer.get_text_width_height_descent(lead, prop, ismath)[0] if lead else 0
+            turn = np.radians(angle)
+            rotate = np.array([[np.cos(turn), np.sin(turn)], [-np.sin(turn), np.cos(turn)]])
+            box = np.array([[0, -descent], [width, -descent], [width, tall - descent],
+                            [0, tall - descent]]) + (start, 0)
+            # Agg draws top down: (x, y) is the line's baseline start, y from the top
+            corners = box @ rotate + (x, height - y if renderer.flipy() else y)
+            drawn.append((artist, prop.get_size_in_points(), corners))
         return type(renderer).draw_text(renderer, gc, x, y, s, prop, angle, ismath, mtext)
 
+    def draw_artist(self, renderer):
+        drawing.append(self)
+        try:
+            return text_draw(self, renderer)
+        finally:
+            drawing.pop()
+
+    text_draw = Text.draw
     renderer.draw_text = draw_text  # for this one draw
+    Text.draw = draw_artist  # Annotation.draw calls Text.draw: it is found here too
     try:
         fig.draw(renderer)
     finally:
+        Text.draw = text_draw
         del renderer.draw_text
     return drawn
 
 
-def smallest_text_pt(fig):
-    """The size in points of the smallest text drawn in `fig`, or None if it has none."""
-    sizes = [size for _, size in _drawn_texts(fig)]
+def smallest_text_pt(fig, drawn=None):
+    """The size in points of the smallest text drawn in `fig`, or None if it has none.
+    (`drawn`: _drawn_texts(fig), where the caller has it.)"""
+    sizes = [size for _, size, _ in drawn or _drawn_texts(fig)]
     return min(sizes) if sizes else None
 
 
-def cut_texts(fig):
-    """The drawn texts that reach past the figure's edge, where the PNG cuts them."""
-    renderer = fig.canvas.get_renderer()
+def cut_texts(fig, drawn=None):
+    """The drawn texts, of one line or several, that reach past the figure's edge,
+    where the PNG cuts them."""
     edge = fig.bbox.padded(1)
 
-    def inside(box):
-        return edge.x0 <= box.x0 and box.x1 <= edge.x1 and edge.y0 <= box.y0 and box.y1 <= edge.y1
+    def inside(corners):
+        (x0, y0), (x1, y1) = corners.min(axis=0), corners.max(axis=0)
+        return edge.x0 <= x0 and x1 <= edge.x1 and edge.y0 <= y0 and y1 <= edge.y1
 
-    return [t.get_text() for t, _ in _drawn_texts(fig)
-            if t is not None and not inside(t.get_window_extent(renderer))]
+    cut = []
+    for t, _, corners in drawn or _drawn_texts(fig):
+        if t is not None and not inside(corners) and t.get_text() not in cut:
+            cut.append(t.get_text())
+    return cut
+
+
+def _gap(a, b):
+    """The distance between convex polygons `a` and `b` (corners in order), negative
+    where they overlap: the widest gap along the normal of any of their edges (the
+    separating axis test)."""
+    widest = -np.inf
+    for poly in (a, b):
+        for p, q in zip(poly, np.roll(poly, -1, axis=0)):
+            normal = np.array([q[1] - p[1], p[0] - q[0]])
+            normal = normal / (np.hypot(*normal) or 1)
+            pa, pb = a @ normal, b @ normal
+            widest = max(widest, pb.min() - pa.max(), pa.min() - pb.max())
+    return widest
+
+
+def colliding_texts(fig, drawn=None):
+    """Pairs of drawn texts whose lines overlap or nearly touch (tick labels run into
+    each other, a label over a title), by the boxes of their lines as drawn, turned
+    ones included. Closer than a quarter of their size, two texts read as one: the
+    lines of one text stand further apart."""
+    lines = [(t, size, corners) for t, size, corners in drawn or _drawn_texts(fig)
+             if t is not None]
+    if len(lines) < 2:
+        return []
+    least = np.array([size for _, size, _ in lines]) * 0.25 * fig.dpi / 72  # px
+    low = np.array([c.min(axis=0) for _, _, c in lines]) - least[:, None]
+    high = np.array([c.max(axis=0) for _, _, c in lines])
+    # pairs whose upright boxes come that close, then measured as turned (a figure may
+    # hold hundreds of labels)
+    near = np.triu((low[:, None] < high[None]).all(-1) & (low[None] < high[:, None]).all(-1), 1)
+    found = []
+    for i, j in zip(*np.nonzero(near)):
+        (t, size, a), (u, other, b) = lines[i], lines[j]
+        pair = (t.get_text(), u.get_text())
+        if u is not t and pair not in found and _gap(a, b) < min(least[i], least[j]):
+            found.append(pair)
+    return found
+
+
+def texts_over_lines(fig, drawn=None):
+    """(text, line label) for each text placed in a plot (ax.text, ax.annotate) that a
+    plotted line runs through, where the line hides the words; a line drawn under an
+    opaque box that holds the text (a label on a bar) is hidden there."""
+    renderer = fig.canvas.get_renderer()
+    found = []
+    for t, _, corners in drawn or _drawn_texts(fig):
+        ax = getattr(t, "axes", None)
+        if ax is None or t not in ax.texts:
+            continue
+        box = Path(corners, closed=False)
+        (x0, y0), (x1, y1) = corners.min(axis=0), corners.max(axis=0)
+        grounds = [p for p in ax.patches if p.get_visible() and p.get_fill() and
+                   p.get_facecolor()[3] == 1 and p.get_window_extent(renderer).contains(x0, y0)
+                   and p.get_window_extent(renderer).contains(x1, y1)]
+        for line in ax.get_lines():
+            if not line.get_visible() or line.get_linestyle() in ("None", "", " ") or \
+                    any(p.get_zorder() > line.get_zorder() for p in grounds):
+                continue
+            path = line.get_transform().transform_path(line.get_path())
+            if path.intersects_path(box, filled=True) and \
+                    (t.get_text(), line.get_label()) not in found:
+                found.append((t.get_text(), line.get_label()))
+    return found
+
+
+def escaping_marks(fig):
+    """Arrows, and lines drawn unclipped, that leave their panel (an arc bowing out of
+    its timeline through the next panel's title), as (kind, its panel's title)."""
+    fig.draw_without_rendering()
+    found = []
+    for ax in fig.axes:
+        marks = [t.arrow_patch for t in ax.texts if getattr(t, "arrow_patch", None)]
+        marks += [a for a in (*ax.patches, *ax.lines) if not a.get_clip_on()]
+        frame = ax.bbox.padded(2)
+        for mark in marks:
+            # the path as drawn, in display px (its curves' true extents)
+            drawn = mark.get_transform().transform_path(mark.get_path()).get_extents()
+            if not (frame.x0 <= drawn.x0 and drawn.x1 <= frame.x1 and
+                    frame.y0 <= drawn.y0 and drawn.y1 <= frame.y1):
+                found.append((type(mark).__name__, ax.get_title(loc="left")[:60]))
+    return found
 
 
 def png(fig):
     """`fig` as PNG bytes at DPI, its facts (smallest text in points, width in inches,
-    dpi) in the PNG text field KEY. Raises ValueError on text under MIN_PT, or on text
-    that the figure's edge cuts."""
-    smallest = smallest_text_pt(fig)
+    dpi) in the PNG text field KEY, its panel titles first wrapped to their width
+    (fit_titles). Raises ValueError on text under MIN_PT, and on what a reader could
+    not read: text that the figure's edge cuts, texts that run into each other, a text
+    a plotted line runs through, a mark that leaves its panel."""
+    fit_titles(fig)
+    drawn = _drawn_texts(fig)
+    smallest = smallest_text_pt(fig, drawn)
     if smallest is not None and smallest < MIN_PT:
         small = sorted({repr(t.get_text()[:40]) for t in fig.findobj(Text)
                         if t.get_text().strip() and t.get_fontsize() < MIN_PT})
         raise ValueError(f"figure text of {smallest:g} pt, under the course's {MIN_PT} pt "
                          f"(it would show under {MIN_PX} px in the book): {', '.join(small)}")
-    cut = cut_texts(fig)
-    if cut:
-        raise ValueError("figure text cut at the figure's edge (shorten or wrap it): "
-                         + ", ".join(repr(t[:60]) for t in cut))
+    for found, what in ((cut_texts(fig, drawn), "figure text cut at the figure's edge "
+                         "(shorten or wrap it)"),
+                        (colliding_texts(fig, drawn), "figure texts that run into each "
+                         "other (space or shorten them)"),
+                        (texts_over_lines(fig, drawn), "figure text that a plotted line "
+                         "runs through (move it off the lines)"),
+                        (escaping_marks(fig), "marks that leave their panel (keep them "
+                         "inside it)")):
+        if found:
+            raise ValueError(f"{what}: " + ", ".join(repr(f[:60]) if isinstance(f, str) else
+                                                    repr(tuple(x[:40] for x in f))
+                                                    for f in found[:6]))
     facts = {"smallest_pt": smallest, "width_in": fig.get_figwidth(), "dpi": DPI}
     out = io.BytesIO()
     fig.savefig(out, format="png", dpi=DPI, metadata={KEY: json.dumps(facts)})

@@ -69,6 +69,99 @@ def test_png_refuses_text_the_figure_edge_cuts():
     assert plots.cut_texts(fig) == []
 
 
+def test_png_refuses_text_of_several_lines_that_the_edge_cuts():
+    """Matplotlib draws a text of several lines a line at a time, without naming the
+    text: the streams chapter's two-line x-label ran past the edge unseen."""
+    fig, ax = plots.figure(2)
+    ax.set_xlabel("time (ms)\nthe PCIe speeds recorded on the device, " + "not a measurement " * 4)
+    assert plots.cut_texts(fig) == [ax.get_xlabel()]
+    with pytest.raises(ValueError, match="cut at the figure's edge"):
+        plots.png(fig)
+    ax.set_xlabel(plots.wrap(ax.get_xlabel(), plots.WIDTH_IN - 1))
+    assert plots.cut_texts(fig) == []
+
+
+def test_wrap_measures_the_words_in_the_font():
+    text = "sum_tree_no_syncthreads: partials[1], written by thread 1, read by thread 0"
+    assert plots.wrap(text, 6) == text  # 75 characters, 5.3 in at 10 pt
+    assert plots.wrap(text, 3).split("\n") == ["sum_tree_no_syncthreads: partials[1],",
+                                               "written by thread 1, read by thread 0"]
+    assert plots.wrap("a\nb c", 6) == "a\nb c"  # given line breaks are kept
+
+
+def test_panel_titles_wrap_to_the_width_their_panel_is_laid_out_at():
+    """A panel's title takes the panel's whole width: a guess of it in characters
+    wrapped the trace figures' titles at 66, well short of their panels."""
+    fig, (top, bottom) = plots.figure(3, 2, 1)
+    top.set_yticks([0, 1], ["block 0 thread 0", "block 0 thread 1"])
+    title = "sum_tree_no_syncthreads: partials[1], written by thread 1, read by thread 0"
+    plots.panel_title(top, title + "\nrace: block 0 thread 0 (a read) and block 0 thread 1 "
+                      "(a write) both touch partials[1] with no block barrier")
+    plots.panel_title(bottom, "short")
+    plots.fit_titles(fig)
+    lines = top.get_title(loc="left").split("\n")
+    width = top.bbox.width / fig.dpi
+    assert plots.wrap(top.get_title(loc="left"), width) == top.get_title(loc="left")
+    assert " ".join(lines[:2]) == title and len(lines[0]) > 66  # not wrapped at 66
+    assert lines[2].startswith("race:") and len(lines) == 4  # the given break is kept
+    assert bottom.get_title(loc="left") == "short"
+    assert plots.cut_texts(fig) == [] and plots.colliding_texts(fig) == []
+
+
+def test_png_refuses_tick_labels_that_run_into_each_other():
+    """The matmul chapter's names broken in two at a 60 degree slant: the second line
+    of one ran into the next name (the boxes of turned text are turned too)."""
+    names = ["one_block_per_sm", "cupy.matmul (cuBLAS)", "torch.matmul (cuBLAS)",
+             "numpy.matmul (CPU)"] * 4
+    fig, ax = plots.figure(4)
+    ax.bar(range(len(names)), range(len(names)))
+    ax.set_xticks(range(len(names)), [s.replace(" (", "\n(") for s in names], rotation=60,
+                  ha="right", rotation_mode="anchor")
+    assert ("cupy.matmul\n(cuBLAS)", "torch.matmul\n(cuBLAS)") in plots.colliding_texts(fig)
+    with pytest.raises(ValueError, match="run into each other"):
+        plots.png(fig)
+    ax.set_xticks(range(len(names)), names, rotation=60, ha="right", rotation_mode="anchor")
+    assert plots.colliding_texts(fig) == []
+    ax.set_title("overlapping")
+    ax.text(0.5, 1.0, "a note on the title", transform=ax.transAxes, va="bottom")
+    assert {frozenset(p) for p in plots.colliding_texts(fig)} == {
+        frozenset(("overlapping", "a note on the title"))}
+
+
+def test_png_refuses_a_note_that_a_line_runs_through():
+    """The atomics chapter's note on the racy kernel sat across the atomic kernel's line;
+    a label on an opaque bar drawn over a line is not crossed by it."""
+    fig, ax = plots.figure(2.5)
+    ax.plot([0, 10], [0, 10], label="rising")
+    note = ax.annotate("a note across the line", (1, 1), xytext=(3, 5))
+    assert plots.texts_over_lines(fig) == [("a note across the line", "rising")]
+    with pytest.raises(ValueError, match="line runs through"):
+        plots.png(fig)
+    note.set_position((5, 1))  # below the line
+    assert plots.texts_over_lines(fig) == []
+    ax.axvline(2, zorder=0.5, label="under")
+    ax.barh([1], [4], height=1, zorder=1)
+    ax.text(1.5, 1, "on a bar", va="center")
+    assert plots.texts_over_lines(fig) == []
+
+
+def test_png_refuses_a_mark_that_leaves_its_panel():
+    """The reduction chapter's race arc, bowed with the distance it spans, ran out of
+    its timeline through the next panel's title."""
+    fig, (top, bottom) = plots.figure(3, 2, 1)
+    top.set_xlim(-0.5, 14.5)
+    top.set_ylim(1.5, -0.5)
+    top.annotate("", (14, 0), (0, 1), arrowprops={"arrowstyle": "-",
+                                                  "connectionstyle": "arc3,rad=0.25"})
+    assert [kind for kind, _ in plots.escaping_marks(fig)] == ["FancyArrowPatch"]
+    with pytest.raises(ValueError, match="leave their panel"):
+        plots.png(fig)
+    top.texts[0].remove()
+    top.annotate("", (14, 0), (0, 1), arrowprops={"arrowstyle": "-",
+                                                  "connectionstyle": "arc3,rad=0.02"})
+    assert plots.escaping_marks(fig) == []
+
+
 def test_png_of_a_figure_without_text():
     fig, ax = plots.figure(1)
     ax.axis("off")

@@ -5,6 +5,7 @@ import pathlib
 import matplotlib
 import numpy as np
 import pytest
+from matplotlib.patches import PathPatch
 
 import kernels
 from kernels import atomics, gridstride, plots, reduction, trace
@@ -57,8 +58,9 @@ def test_timeline_joins_every_racing_pair_of_threads():
     t = trace.run(atomics.increment_racy, np.zeros(1, np.int64))
     fig = pictures.timeline_figure([(t, "counts", 0)], threads=4)
     ax = fig.axes[0]
-    arcs = [c for c in ax.texts if getattr(c, "arrow_patch", None) is not None]
+    arcs = [c for c in ax.patches if isinstance(c, PathPatch)]
     assert len(arcs) == 6  # every pair of the 4 threads reads and writes unordered
+    assert plots.escaping_marks(fig) == []
     assert "race: every one of the 6 pairs of these 4 threads" in ax.get_title(loc="left")
     assert len(ax.get_yticklabels()) == 4
     # no barrier in this kernel: no epoch marks, and the key does not explain them
@@ -73,7 +75,25 @@ def test_timeline_marks_epochs_where_the_kernel_has_barriers(rng):
     ax = fig.axes[0]
     assert {c.get_text() for c in ax.texts} >= {"e0", "e1"}
     assert "no race" in ax.get_title(loc="left") and "barriers" in ax.get_xlabel()
-    assert not [c for c in ax.texts if getattr(c, "arrow_patch", None) is not None]
+    assert not [c for c in ax.patches if isinstance(c, PathPatch)]
+
+
+def test_a_race_arc_across_the_whole_timeline_stays_in_its_panel():
+    """The reduction chapter's race joined the first access to the last: bowed with
+    the distance between its ends, the arc left its panel through the next one's
+    title. Its bow is at most 0.3 of a row, inside the half row around the rows."""
+    fig, (top, bottom) = plots.figure(3, 2, 1)
+    for ax in (top, bottom):
+        ax.set_xlim(-0.7, 15 - 0.3)
+        ax.set_ylim(1.5, -0.5)  # two threads' rows, as _timeline_panel sets them
+    pictures._arc(top, (0, 1), (14, 0))
+    pictures._arc(top, (14, 1), (0, 0))
+    pictures._arc(top, (3, 0), (4, 1))
+    assert plots.escaping_marks(fig) == []
+    for arc in top.patches:  # the arcs' ends are the accesses they join
+        ends = arc.get_path().vertices[[0, -1]]
+        assert {tuple(ends[0]), tuple(ends[1])} in ({(0, 1), (14, 0)}, {(14, 1), (0, 0)},
+                                                   {(3, 0), (4, 1)})
 
 
 def test_racing_pairs_one_per_pair_of_threads():

@@ -9,11 +9,10 @@ locks_figure     who held a lock, in the order the simulator ran them
 streams_figure   copies and kernels on streams, racing pairs joined
 """
 
-import textwrap
-
 import matplotlib.pyplot as plt
 import numpy as np
-from matplotlib.patches import Patch, Rectangle
+from matplotlib.patches import Patch, PathPatch, Rectangle
+from matplotlib.path import Path
 
 from kernels import plots
 from kernels.trace import analyses
@@ -27,13 +26,6 @@ SMALL = plots.MIN_PT  # text inside cells and on markers
 
 def _block_colors(n):
     return plt.cm.tab10(np.arange(max(n, 1)) % 10)
-
-
-def _wrap(text, columns=1):
-    """`text` in lines that fit one of `columns` side-by-side panels at 10 pt (a panel
-    with tick labels on its left is about 66 characters wide)."""
-    return "\n".join("\n".join(textwrap.wrap(line, 66 // columns))
-                     for line in text.split("\n"))
 
 
 def coverage_figure(coverages, titles=None, mark=None, mark_label="marked"):
@@ -52,7 +44,7 @@ def coverage_figure(coverages, titles=None, mark=None, mark_label="marked"):
         handles.append(Patch(facecolor="white", edgecolor=RED, linewidth=2,
                              label=mark_label if mark else "written by several threads"))
     ncol = min(len(handles), 5)
-    title_lines = sum(_wrap(t).count("\n") + 1 for t in titles)
+    title_lines = sum(plots.wrap(t, plots.WIDTH_IN - 1.5).count("\n") + 1 for t in titles)
     fig, axes = plots.figure(
         sum(0.3 * h + 0.45 for h in heights) + 0.2 * title_lines + 0.3
         + 0.25 * -(-len(handles) // ncol),
@@ -60,7 +52,7 @@ def coverage_figure(coverages, titles=None, mark=None, mark_label="marked"):
         gridspec_kw={"height_ratios": [h + 1.5 for h in heights]})
     for k, (cov, ax, title) in enumerate(zip(coverages, axes[:, 0], titles)):
         _coverage_panel(ax, cov, colors, set(mark[k]) if mark else set())
-        ax.set_title(_wrap(title), loc="left")
+        plots.panel_title(ax, title)
     two_d = coverages[-1].thread.ndim == 2
     axes[-1, 0].set_xlabel(("column" if two_d else "element index") + " (each cell: "
                            "cuda.grid() of the thread that wrote it)")
@@ -145,9 +137,8 @@ def sectors_figure(counts, titles=None, which=0):
         ax.set_xlim(low - pad, high + pad)
         ax.set_ylim(0, 1)
         ax.set_yticks([])
-        ax.set_title(_wrap(f"{title}: this warp access touches {warp.units} sectors "
-                           f"(fewest possible: {warp.ideal}); bytes {low:,} to {high:,}"),
-                     loc="left")
+        plots.panel_title(ax, f"{title}: this warp access touches {warp.units} sectors "
+                              f"(fewest possible: {warp.ideal}); bytes {low:,} to {high:,}")
     axes[-1, 0].set_xlabel("byte offset in the array (dots: lanes 0-31, dark to light; "
                            "shaded: 32-byte sectors moved)")
     return fig
@@ -162,7 +153,7 @@ def banks_figure(counts, titles=None, which=None):
                              gridspec_kw={"height_ratios": [3, 1.2]})
     for k, (count, title) in enumerate(zip(counts, titles)):
         warp = count.worst if which is None else count.warp_accesses[which]
-        _tile_panel(axes[0, k], count, warp, _wrap(title, len(counts)))
+        _tile_panel(axes[0, k], count, warp, title, len(counts))
         per_bank = {}
         for a in warp.accesses:
             for w in analyses.words(a, count.row_length):
@@ -180,7 +171,7 @@ def banks_figure(counts, titles=None, which=None):
     return fig
 
 
-def _tile_panel(ax, count, warp, title):
+def _tile_panel(ax, count, warp, title, columns):
     rows = sorted({a.index[0] for a in warp.accesses})
     cols = sorted({a.index[-1] for a in warp.accesses})
     row_length = count.row_length or count.shape[-1]
@@ -202,7 +193,7 @@ def _tile_panel(ax, count, warp, title):
     ax.set_xticks(np.arange(c0, c1) + 0.5, [str(c) for c in range(c0, c1)])
     ax.set_yticks(np.arange(r1 - r0) + 0.5, [str(r) for r in range(r0, r1)][::-1])
     ax.tick_params(length=0)
-    ax.set_title(title, loc="left")
+    plots.panel_title(ax, title, columns)
     ax.set_xlabel("column")
     ax.set_ylabel("row")
 
@@ -272,11 +263,8 @@ def _timeline_panel(ax, launch, who, shown, race, array, index, barriers, title)
                         xytext=(0, 6), ha="center", fontsize=SMALL, color="#495057")
     pairs = racing_pairs(shown)
     for a, b in pairs:  # arcs, so that pairs that share an access stay apart
-        ax.annotate("", (order[b.seq], who.index((b.block, b.thread))),
-                    (order[a.seq], who.index((a.block, a.thread))),
-                    arrowprops={"arrowstyle": "-", "color": RED, "lw": 1.2, "alpha": 0.7,
-                                "shrinkA": 4, "shrinkB": 4,
-                                "connectionstyle": "arc3,rad=0.25"}, zorder=2)
+        _arc(ax, (order[a.seq], who.index((a.block, a.thread))),
+             (order[b.seq], who.index((b.block, b.thread))))
     ax.set_yticks(range(len(who)),
                   [f"block {dim3_text(b)} thread {dim3_text(t)}" for b, t in who])
     ax.set_ylim(len(who) - 0.5, -0.5 - 0.4 * barriers)
@@ -295,8 +283,22 @@ def _timeline_panel(ax, launch, who, shown, race, array, index, barriers, title)
         verdict = ("no race: any two conflicting accesses are both atomic, or ordered by a "
                    "barrier or a lock")
     head = title or f"{launch.kernel}: accesses to {array}[{idx}]"
-    ax.set_title(_wrap(f"{head}\n{verdict}"), loc="left")
+    plots.panel_title(ax, f"{head}\n{verdict}")
     return barriers
+
+
+def _arc(ax, start, end):
+    """A red arc from `start` to `end` (data coordinates: access order, row), bowed to
+    one side as arc3 would bow it, by at most 0.3 of a row: it stays inside its panel
+    however far apart its ends are (bowed with their distance, a long one crossed into
+    the next panel)."""
+    start, end = np.asarray(start, float), np.asarray(end, float)
+    along = end - start
+    normal = np.array([along[1], -along[0]]) / np.hypot(*along)
+    bow = min(0.125 * np.hypot(*along), 0.3)  # a quadratic curve bows half as far as
+    control = (start + end) / 2 + 2 * bow * normal  # its control point lies
+    ax.add_patch(PathPatch(Path([start, control, end], [Path.MOVETO, Path.CURVE3, Path.CURVE3]),
+                           fill=False, edgecolor=RED, lw=1.2, alpha=0.7, zorder=2))
 
 
 def locks_figure(trace, guarded, kernel=None):
@@ -330,8 +332,8 @@ def locks_figure(trace, guarded, kernel=None):
     found = [r for r in analyses.races(trace, launch.kernel) if r.array == guarded]
     verdict = (f"{len(found)} races on {guarded}" if found else
                f"no race on {guarded}: every access is made under the lock")
-    ax.set_title(_wrap(f"{launch.kernel}: one holder at a time, in the simulator's order "
-                       f"(on a GPU the queue forms in arrival order)\n{verdict}"), loc="left")
+    plots.panel_title(ax, f"{launch.kernel}: one holder at a time, in the simulator's order "
+                          f"(on a GPU the queue forms in arrival order)\n{verdict}")
     return fig
 
 
@@ -362,10 +364,12 @@ def _streams_panel(ax, trace, title):
         ax.text(x_of[op.seq] + 0.45, y, {"copy in": "in", "copy out": "out"}.get(kind, "K"),
                 ha="center", va="center", fontsize=SMALL)
     found = analyses.stream_races(trace)
-    for race in found:
+    for race in found:  # edge to edge, under the boxes: drawn over them, it crossed labels
+        rows = [streams.index(race.first.stream), streams.index(race.second.stream)]
+        toward = np.sign(rows[1] - rows[0])
         ax.plot([x_of[race.first.seq] + 0.45, x_of[race.second.seq] + 0.45],
-                [streams.index(race.first.stream), streams.index(race.second.stream)],
-                color=RED, linewidth=0.6, alpha=0.4)
+                [rows[0] + 0.35 * toward, rows[1] - 0.35 * toward],
+                color=RED, linewidth=0.6, alpha=0.4, zorder=0.5)
     ax.set_xlim(-0.2, len(ops))
     ax.set_ylim(len(streams) - 0.4, -0.6)
     ax.set_xticks([])
@@ -374,4 +378,4 @@ def _streams_panel(ax, trace, title):
     verdict = (f"{len(found)} pairs of operations on different streams use the same device "
                "memory with nothing ordering them (red)" if found else
                "no two operations that use the same device memory are left unordered")
-    ax.set_title(_wrap(f"{title}\n{verdict}" if title else verdict), loc="left")
+    plots.panel_title(ax, f"{title}\n{verdict}" if title else verdict)
