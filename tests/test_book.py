@@ -49,6 +49,24 @@ def test_cell_options_are_valid_yaml(name):
                             "text as a block scalar (caption: >-)")
 
 
+MARKDOWN = re.compile(r"`|\*\*|(?<![\w*])\*(?=\S)|\]\(|(?<!\w)_(?=\w[^_]*_(?!\w))")
+
+
+@pytest.mark.parametrize("name", CHAPTERS)
+def test_glued_text_holds_no_markdown(name):
+    """{glue:text} shows a value as plain text: the backticks of a glued kernel name
+    showed on the page as backticks (gridstride). The values the chapter glues into
+    its prose, as the store keeps them (book/_data/glue), hold none."""
+    text = (ROOT / "book" / f"{name}.md").read_text()
+    keys = set(re.findall(r"\{glue:text\}`([^`]+)`", text))
+    store = glue_values.stored(ROOT, f"book/{name}") if keys else None
+    if not keys or store is None:
+        return  # no glue, or no store: test_notebooks_quote_the_numbers_this_build_glued
+    marked = {k: store["values"][k] for k in keys & set(store["values"])
+              if isinstance(store["values"][k], str) and MARKDOWN.search(store["values"][k])}
+    assert not marked, f"book/{name}.md glues Markdown as text (shown as written): {marked}"
+
+
 def test_notebooks_quote_the_numbers_this_build_glued(built_book):
     """The Colab notebooks take their numbers from book/_data/glue, kept fresh against
     the chapters' code cells and the recordings; a change in the package that changes
