@@ -114,20 +114,40 @@ PAGE_FIT_JS = r"""
   const root = document.documentElement;
   const article = document.querySelector("article.bd-article");
   const found = {page: root.scrollWidth, window: root.clientWidth, code: [], listings: [],
-                 art: [], split: [], ellipsis: []};
+                 art: [], split: [], ellipsis: [], words: []};
   if (!article) return found;
   const box = article.getBoundingClientRect();
   const edge = {left: Math.max(box.left, 0), right: Math.min(box.right, root.clientWidth)};
-  for (const code of article.querySelectorAll("code")) {
-    if (code.closest("pre") || !code.checkVisibility()) continue;
-    let frame = edge;  // the nearest box that cuts what overflows it, else the column
-    for (let a = code.parentElement; a && a !== article; a = a.parentElement) {
+  const frameOf = (el) => {  // the nearest box that cuts what overflows it, else the column
+    for (let a = el.parentElement; a && a !== article; a = a.parentElement) {
       if (getComputedStyle(a).overflowX !== "visible") {
         const r = a.getBoundingClientRect();
-        frame = {left: Math.max(r.left, edge.left), right: Math.min(r.right, edge.right)};
+        return {left: Math.max(r.left, edge.left), right: Math.min(r.right, edge.right)};
+      }
+    }
+    return edge;
+  };
+  // words of the prose outside code (a long name glued or written as plain text, a
+  // path, a URL) that run past the column or are cut by their box, line by line
+  const walker = document.createTreeWalker(article, NodeFilter.SHOW_TEXT);
+  while (walker.nextNode()) {
+    const node = walker.currentNode, parent = node.parentElement;
+    if (!node.data.trim() || parent.closest("pre, code, .MathJax, math, svg") ||
+        !parent.checkVisibility()) continue;
+    const frame = frameOf(parent);
+    const range = document.createRange();
+    range.selectNodeContents(node);
+    for (const r of range.getClientRects()) {
+      const cut = Math.max(r.right - frame.right, frame.left - r.left);
+      if (r.width > 0 && cut > 1) {
+        found.words.push({text: node.data.trim().slice(0, 80), cut: Math.round(cut)});
         break;
       }
     }
+  }
+  for (const code of article.querySelectorAll("code")) {
+    if (code.closest("pre") || !code.checkVisibility()) continue;
+    const frame = frameOf(code);
     // an ellipsis, `kernel[blocks, threads](...)`, broken over two lines reads as a
     // sentence's full stop and a stray pair of dots (course.js splits the text node
     // where a line may break, so the dots are found across the pieces)

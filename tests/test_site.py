@@ -5,11 +5,11 @@ localhost: every page of _toc.yml loads without console errors, its images load
 and are not empty, no cell output holds a Python traceback, each notebook page's
 Colab button opens a generated notebook that exists, exercise solutions start
 collapsed, and the navigation reaches every page. At a laptop's 1280 px and a
-phone's 400 px: no page wider than the window, no table, output or code cut or
-scrolled inside the column (text in columns, a printed table, keeps its lines and
-scrolls in its own box), no code listing cut inside a name, figures no wider than
-their frame and, on a phone, a tap opens each at a size where its text is readable;
-the menu and contents buttons work.
+phone's 400 px: no page wider than the window, no table, output, code or word of the
+prose cut or scrolled inside the column (text in columns, a printed table, keeps its
+lines and scrolls in its own box), no code listing cut inside a name, figures no wider
+than their frame and, on a phone, a tap opens each at a size where its text is
+readable; the menu and contents buttons work.
 Screenshots of two pages are saved to _build/site-test/. Every internal link of the
 built HTML must resolve; external links are checked when a network is there and
 skipped with a note if not. Math is MathML, with no script from a CDN.
@@ -277,10 +277,13 @@ def test_pages_are_no_wider_than_the_window(site, name):
 @pytest.mark.parametrize("name", PAGES)
 def test_code_fits_the_column(site, name):
     """No inline code runs past the column or is cut by the edge of its box (an
-    exercise's `checks.xxx(...)` call) or broken inside its `...`, and no code listing
-    hides the end of its lines (course.js wraps them to the column)."""
+    exercise's `checks.xxx(...)` call) or broken inside its `...`, no word of the prose
+    (a long name as plain text, a path) does, and no code listing hides the end of its
+    lines (course.js wraps them to the column)."""
     bad = [f"{w} px: inline code cut by {c['cut']} px: {c['text']!r}"
            for w, f in site[name]["fit"].items() for c in f["code"]]
+    bad += [f"{w} px: text cut by {c['cut']} px: {c['text']!r}"
+            for w, f in site[name]["fit"].items() for c in f["words"]]
     bad += [f"{w} px: a listing scrolls {c['hidden']} px sideways: {c['text']!r}"
             for w, f in site[name]["fit"].items() for c in f["listings"]]
     bad += [f"{w} px: inline code broken inside its '...': {text!r}"
