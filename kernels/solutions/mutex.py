@@ -44,9 +44,10 @@ def argmax_mutex_kernel(x, best_value, best_index, mutex, failed, max_spins):
     tid = cuda.threadIdx.x
     value = -math.inf
     index = x.size  # larger than any index: loses every tie
-    # Indices only grow along the loop, so '>' keeps the first of equal values.
+    # Indices only grow along the loop, so '>' keeps the first of equal values; the
+    # first one seen is taken whatever it is (all -inf has a largest value too).
     for i in range(cuda.grid(1), x.size, cuda.gridsize(1)):
-        if x[i] > value:
+        if x[i] > value or index == x.size:
             value = x[i]
             index = i
     s_value[tid] = value

@@ -141,7 +141,7 @@ def am_kernel(x, best_v, best_i, m):
     v = -math.inf
     k = x.size
     for i in range(cuda.grid(1), x.size, cuda.gridsize(1)):
-        if x[i] > v:
+        if x[i] > v or k == x.size:  # the first seen, even -inf
             v = x[i]
             k = i
     vs[t] = v
@@ -181,7 +181,7 @@ def pair_kernel(x, best, m, failed, spins):
     v = -np.inf
     k = -1
     for i in range(cuda.grid(1), x.size, cuda.gridsize(1)):
-        if x[i] > v:
+        if x[i] > v or k < 0:
             v = float64(x[i])
             k = i
     if k >= 0:
@@ -219,7 +219,7 @@ def tas_argmax_kernel(x, out_v, out_i, flag):
     v = float32(-np.inf)
     k = x.size
     for i in range(cuda.grid(1), x.size, cuda.gridsize(1)):
-        if x[i] > v:
+        if x[i] > v or k == x.size:
             v = x[i]
             k = i
     sv[t] = v
