@@ -12,6 +12,9 @@ import pytest
 import kernels
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
+# A course figure a reader could not read fails the tests, and the book build they run
+# (kernels.plots.STRICT_ENV; a student's own run only warns)
+os.environ["COURSE_STRICT_FIGURES"] = "1"
 
 
 def pytest_configure(config):

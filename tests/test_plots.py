@@ -59,6 +59,18 @@ def test_png_refuses_text_under_the_minimum_and_names_it():
         plots.png(fig)
 
 
+def test_outside_the_build_and_tests_an_unreadable_figure_is_shown_with_a_warning(
+        monkeypatch):
+    """A student's run draws other data (another GPU, a live timing): a label that runs
+    long then costs a warning, not the figure."""
+    monkeypatch.setenv(plots.STRICT_ENV, "0")
+    fig, ax = plots.figure(2)
+    ax.set_xlabel("a label far too long for the column " * 4)
+    with pytest.warns(plots.FigureWarning, match="cut at the figure's edge"):
+        data = plots.png(fig)
+    assert plots.facts(data)["width_px"] > 0
+
+
 def test_png_refuses_text_the_figure_edge_cuts():
     fig, ax = plots.figure(2)
     ax.set_xlabel("a label far too long for the column " * 4)
