@@ -76,11 +76,12 @@ def lock_argmax(fn):
                   rng.integers(0, 5, LOOPS).astype(np.float32)))
     n = SIZES[-1]
     cases.append((f"n={n}, all negative", -1 - rng.random(n).astype(np.float32)))
-    cases.append(("n=600, all -inf: the largest value is -inf, first at index 0",
-                  np.full(600, -np.inf, np.float32)))
-    last = rng.random(max(LOOPS, PAST_16_BITS)).astype(np.float32)
-    last[-1] = 2
-    cases.append((f"n={last.size:,}, the largest value last (its index needs 17 bits)", last))
+    cases.append((f"n={LOOPS}, all -inf: the largest value is -inf, first at index 0",
+                  np.full(LOOPS, -np.inf, np.float32)))
+    for n in (600, max(LOOPS, PAST_16_BITS)):  # an odd block count; an index of 17 bits
+        last = rng.random(n).astype(np.float32)
+        last[-1] = 2
+        cases.append((f"n={n:,}, the largest value last", last))
     cases = [(what, x, np.array([x.max(), np.argmax(x)], np.float64)) for what, x in cases]
 
     answer = calling(fn)
