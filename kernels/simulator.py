@@ -70,7 +70,9 @@ _PAGE_LOCKED = {}  # id of a root array -> a weak reference to it
 
 
 class YieldingBlockManager(kernel.BlockManager):
-    """numba.cuda.simulator.kernel.BlockManager, yielding the GIL after each poll."""
+    """numba.cuda.simulator.kernel.BlockManager, yielding the GIL after each poll,
+    running a block's threads in turn where none can wait (runs_in_turn), and running
+    the kernel numba_typed."""
 
     def __init__(self, f, *args):
         super().__init__(numba_typed(f), *args)
