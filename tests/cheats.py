@@ -322,6 +322,32 @@ def host_cheat(body):
                     "reduction")
 
 
+# The host functions of a notebook have their kernels compiled for a GPU first in one
+# process that loads all of their code (kernels.grading.judge): code of one that stops
+# every compile there must not fail the other's kernels, nor earn its own exercise
+# anything. Its argmax launches no kernel of its own.
+BREAKS_THE_COMPILER = '''\
+import numpy as np
+
+
+def _refuse(*args, **kwargs):
+    from numba.core.errors import TypingError
+    raise TypingError("no kernel compiles where this code ran")
+
+
+def _sabotage():
+    from numba import cuda
+    cuda.compile_ptx = _refuse
+    return np.argmax
+
+
+np_argmax = _sabotage()
+
+
+def argmax(x, blocks):
+    return int(np_argmax(x))
+'''
+
 # name -> (notebook, points it must get, the exercise cheated on)
 CASES = {**{name: (kernel_cheat(body), 1, "gridstride-ex-reverse")
             for name, body in KERNEL_TRICKS.items()},
@@ -332,4 +358,6 @@ CASES = {**{name: (kernel_cheat(body), 1, "gridstride-ex-reverse")
          **{name: (notebook([module_cell("reduction", solution_source("reduction"),
                                          ["reduction-ex-mean-variance"]), source],
                             "reduction"), 1, "reduction-ex-argmax")
-            for name, source in HOST_KERNEL_BODIES.items()}}
+            for name, source in {**HOST_KERNEL_BODIES,
+                                 "stops-every-compile-where-it-runs": BREAKS_THE_COMPILER
+                                 }.items()}}

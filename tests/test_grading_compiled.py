@@ -91,3 +91,44 @@ def test_a_string_that_holds_a_kernel_s_source_is_no_kernel():
               "def host(x):\n    ns = {}\n    exec(SOURCE, ns)\n    ns['k'][1, 1](x)\n"]
     found, _ = extract.statements([{"cell_type": "code", "source": s} for s in source])
     assert compiled.kernels(found, ["host"]) == {}
+
+
+class _Certifier:
+    """A certifying process's stand-in: it compiles, or raises `error`."""
+
+    def __init__(self, error=None):
+        self.error, self.asked = error, 0
+
+    def missing(self):
+        return [], []
+
+    def run(self, step, args, subject):
+        self.asked += 1
+        if self.error is not None:
+            raise self.error
+
+
+class _Answer:
+    kernels = {("answers_x", "k", "void(int32[::1])")}
+
+
+def test_a_kernel_goes_to_the_next_certifier_and_the_last_ones_word_stands():
+    from kernels.checks import registry
+
+    exercise = registry.EXERCISES["reduction-ex-mean-variance"]
+    TypingError = type("TypingError", (Exception,), {})
+    shared_fails, own_passes = _Certifier(TypingError("refused")), _Certifier()
+    assert compiled.certify(exercise, _Answer(), None, {},
+                            [lambda: shared_fails, lambda: own_passes]) == ("", "")
+    assert (shared_fails.asked, own_passes.asked) == (1, 1)
+    passes, never = _Certifier(), _Certifier(TypingError("unused"))
+    assert compiled.certify(exercise, _Answer(), None, {},
+                            [lambda: passes, lambda: never]) == ("", "")
+    assert never.asked == 0  # the first one's pass is enough
+    failed, limit = compiled.certify(exercise, _Answer(), None, {},
+                                     [lambda: _Certifier(TypingError("a")),
+                                      lambda: _Certifier(TypingError("no GPU typing"))])
+    assert "does not compile for a GPU" in failed and "no GPU typing" in failed
+    _, limit = compiled.certify(exercise, _Answer(), None, {},
+                                [lambda: _Certifier(OSError("gone"))])
+    assert "was not compiled for a GPU: compiling it raised OSError: gone" in limit

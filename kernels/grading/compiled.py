@@ -82,26 +82,30 @@ def certify(exercise, answer, shared, loadable, own):
     launched (answer.kernels: module, qualified name, signature), compiled with each
     signature it was launched with. A kernel of the notebook's whose definition runs no
     code of the student's (`loadable`: kernels) is compiled by `shared`, the certifying
-    process of the notebook's kernels; any other by `own()`, a certifying process that
-    loads what the exercise's names need as its answer process does: the student's code
-    runs there, so what it says is evidence of the answer's, like its launch record."""
+    process of the notebook's kernels; any other by the processes that `own` (functions)
+    start, in turn, each loading what the exercise's names need as its answer process
+    does: the student's code runs there, so what they say is evidence of the answer's,
+    like its launch record. A kernel that one does not compile goes to the next, and the
+    last one's word stands (the judge's first is shared by a notebook's host functions,
+    its last holds the exercise's code only: another exercise's code cannot fail it)."""
     limits = []
     for module, qualname, signature in sorted(answer.kernels)[:MAX_KERNELS]:
         plain = module == "__main__" and loadable.get(qualname) == "" and shared is not None
         why = ("it was launched with an argument whose type the grader cannot name"
                if not signature else "it is defined inside a function"
                if "<locals>" in qualname else "")
-        if not why:
-            process, subject = ((getattr(shared, "answer", shared), qualname) if plain
-                                else (own(), exercise.names[0]))
+        if why:
+            limits.append(f"kernel `{qualname}` was not compiled for a GPU: {why}")
+            continue
+        tries = ([(lambda: getattr(shared, "answer", shared), qualname)] if plain
+                 else [(start, exercise.names[0]) for start in own])
+        for number, (start, subject) in enumerate(tries, 1):
             try:
-                missing, errors = process.missing()
-                if subject in missing:
-                    raise answers.NotFound(f"{subject} was not loaded where Numba targets "
-                                           f"a GPU ({'; '.join(errors[:2])})")
-                process.run(answers.CERTIFY, (signature, module, qualname), subject)
-                continue
+                _compile(start(), subject, signature, module, qualname)
+                break
             except Exception as err:  # fail closed, as for a kernel exercise
+                if number < len(tries):
+                    continue
                 if type(err).__name__ in COMPILE_ERRORS:
                     return (f"{exercise.check_name}: a kernel of yours does not compile "
                             f"for a GPU.\n  FAIL  your kernel `{qualname}`, as your "
@@ -111,9 +115,19 @@ def certify(exercise, answer, shared, loadable, own):
                             "a kernel as Python; a GPU runs only what Numba compiles: "
                             "arithmetic, arrays, cuda.* calls (atomics of 32- and 64-bit "
                             "values), not NumPy's functions or Python objects."), ""
-                why = f"compiling it raised {type(err).__name__}: {str(err)[:300]}"
-        limits.append(f"kernel `{qualname}` was not compiled for a GPU: {why}")
+                limits.append(f"kernel `{qualname}` was not compiled for a GPU: compiling "
+                              f"it raised {type(err).__name__}: {str(err)[:300]}")
     if len(answer.kernels) > MAX_KERNELS:
         limits.append(f"only {MAX_KERNELS} of the {len(answer.kernels)} kernel signatures "
                       "it launched were compiled for a GPU")
     return "", "; ".join(dict.fromkeys(limits))
+
+
+def _compile(process, subject, signature, module, qualname):
+    """Compile the kernel `module`.`qualname` with `signature` in certifying `process`,
+    where `subject` must have loaded; raise what compiling raised."""
+    missing, errors = process.missing()
+    if subject in missing:
+        raise answers.NotFound(f"{subject} was not loaded where Numba targets a GPU "
+                               f"({'; '.join(errors[:2])})")
+    process.run(answers.CERTIFY, (signature, module, qualname), subject)
