@@ -27,6 +27,8 @@ LOOPS = 3001 if SIMULATOR else 1_000_003
 # simulator a grid-stride launch costs about what n=3,001 does (starting its threads is
 # most of it)
 PAST_16_BITS = 70_001
+# Three blocks of THREADS: the fewest where a block past the first two has nothing
+FEW_BLOCKS = 600
 EPS32 = float(np.finfo(np.float32).eps)
 RACE_SIZE = 300  # the race case: 2 blocks of THREADS on the simulator
 
@@ -38,10 +40,10 @@ def lock_sum_positive(fn):
     for n in SIZES + (core.drawn_size(rng, 2, 2000),):
         x = rng.standard_normal(n).astype(np.float32)
         cases.append((f"n={n}, mixed signs", x))
-    cases.append(("n=1001, all negative: every block has nothing to add",
-                  -rng.random(1001).astype(np.float32) - 0.5))
-    cases.append(("n=1001, only the first 100 values positive",
-                  np.where(np.arange(1001) < 100, 1.0, -1.0).astype(np.float32)))
+    cases.append((f"n={FEW_BLOCKS}, all negative: every block has nothing to add",
+                  -rng.random(FEW_BLOCKS).astype(np.float32) - 0.5))
+    cases.append((f"n={FEW_BLOCKS}, only the first 100 values positive",
+                  np.where(np.arange(FEW_BLOCKS) < 100, 1.0, -1.0).astype(np.float32)))
     cases = [(what, x, x[x > 0].astype(np.float64).sum()) for what, x in cases]
 
     answer = calling(fn)
@@ -74,8 +76,8 @@ def lock_argmax(fn):
         cases.append((f"n={n}, distinct values", rng.standard_normal(n).astype(np.float32)))
     cases.append((f"n={LOOPS}, many ties: values 0..4 (the first 4 must win)",
                   rng.integers(0, 5, LOOPS).astype(np.float32)))
-    n = SIZES[-1]
-    cases.append((f"n={n}, all negative", -1 - rng.random(n).astype(np.float32)))
+    n = FEW_BLOCKS if SIMULATOR else SIZES[-1]
+    cases.append((f"n={n:,}, all negative", -1 - rng.random(n).astype(np.float32)))
     cases.append((f"n={LOOPS}, all -inf: the largest value is -inf, first at index 0",
                   np.full(LOOPS, -np.inf, np.float32)))
     for n in (600, max(LOOPS, PAST_16_BITS)):  # an odd block count; an index of 17 bits
