@@ -37,13 +37,8 @@ OUT_OF_BOUNDS_READ = ("a bound off by one that lets a thread read one element pa
                       "change the result; the simulator's IndexError kills it")
 SWAPPED_ON_GPU = ("blocks and threads swapped in the launch: on a GPU the swapped grid "
                   "still fits and covers the data (the simulator's smaller limits kill it)")
-DRAWN = ("a bound off by one in the argmax kernel: killed on the H100 on 2026-11-26, not by "
-         "the cases drawn on 2026-11-27 (cases are drawn per grading run): which inputs "
-         "expose it is not yet known")
 GPU_SURVIVORS = {
     "cooperative-ex-converge:indices-swapped@jacobi_until_converged": SWAPPED_ON_GPU,
-    "mutex-ex-argmax:indices-swapped@argmax_mutex": SWAPPED_ON_GPU,
-    "mutex-ex-argmax:bound-flipped@argmax_mutex_kernel#1": DRAWN,
     "matmul-ex-transpose:bound-flipped@transpose_tiled_kernel#1": OUT_OF_BOUNDS_READ,
 }
 GPU_RESULTS = mutation_runs.RESULTS.with_name("mutation_results_gpu.json")
