@@ -58,7 +58,7 @@ def _global_atomics_runs():
 
 
 def test_atomics_global_atomics_sit_on_two_levels_across_the_h100_runs():
-    """atomics.md: "In the H100 runs of 2026-11-23 to 2026-11-26 (the recordings in
+    """atomics.md: "In the H100 runs of 2026-11-23 to 2026-11-27 (the recordings in
     book/_data/bench/history), the same kernel, launch and text took either about 1,490
     or about 2,580 µs, and on uniform bytes about 750 or about 1,570 µs: two levels,
     nothing between, while the repeats within one benchmark agree to 1%" (the dates are
