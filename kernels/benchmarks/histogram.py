@@ -5,9 +5,13 @@ before each repeat); the size sweep (the text repeated from 64 KB to 512 MB, for
 performance page) also times the one-launch versions warm, and the breakdown times
 histogram_bin_tickets stopped after each stage (kernels.histogram_stages). The text comes from kernels.text: the copy carried to a lent
 GPU in .gpu/ when it is there, else a download, else the labelled substitute (the
-description then says so).
+description then says so). Two benchmarks test what the chapter explains: private_rows
+times histogram_lean_count against the same kernel with one counter row per block
+(kernels.histogram_rows), and placement times histogram_global_atomics with its output
+at several places in device memory.
 """
 
+import functools
 import pathlib
 
 import numpy as np
@@ -16,6 +20,7 @@ from numba import cuda
 from kernels import gridstride, harness, scratch, size, text
 from kernels import histogram as h
 from kernels import histogram_floors as hf
+from kernels import histogram_rows as hr
 from kernels import histogram_stages as hs
 from kernels.benchmarks import optional
 from kernels.harness import benchmark, row
@@ -35,6 +40,9 @@ ALL_VERSIONS = COMMON + (
 )
 SWEEP_BYTES = [64 << 10 << 2 * k for k in range(7)] + [512 << 20]  # 64 KB, x4, 256 MB, 512 MB
 SWEEP_VERSIONS = ("histogram_last_block", "histogram_bin_tickets", "histogram_lean_count")
+PRIVATE_ROWS_BLOCKS_PER_SM = (1, 2)  # the default launch of histogram_lean_count, and twice
+PLACEMENT_OFFSETS = (0, 128, 1 << 10, 4 << 10, 64 << 10, 1 << 20, 16 << 20)  # bytes
+PLACEMENT_FRESH = 3  # outputs in allocations of their own, besides the offsets
 
 
 def _text():
@@ -244,5 +252,97 @@ def breakdown():
                            "on its first 64 KB",
             "params": {"bytes": data.size, "stages": list(hs.STAGES),
                        "launch": h.default_launch("histogram_bin_tickets"),
+                       "text_source": found.source},
+            "rows": rows}
+
+
+def _text_and_uniform(data):
+    """The text and as many random bytes uniform over the 128 bins (the `inputs`
+    benchmark's, from the same seed)."""
+    rng = np.random.default_rng(0)
+    return {"Shakespeare": data,
+            "uniform over 128 bins": rng.integers(0, h.BINS, data.size, dtype=np.uint8)}
+
+
+@benchmark(*COMMON, scratch.buffer, h.histogram_lean_count, h.histogram_lean_count_kernel,
+           h.count_word_lean, hr.histogram_lean_count_one_row,
+           hr.histogram_lean_count_one_row_kernel, hr.count_word_row)
+def private_rows():
+    """What the lane-private counter rows buy the later versions: histogram_lean_count
+    (one row of counters per warp lane) and the same kernel with one row per block, at
+    the same launches, on the text, uniform bytes and spaces only (every lane of a warp
+    on one counter)."""
+    found, data = _text()
+    cases = {**_text_and_uniform(data), "all spaces": np.full(data.size, ord(" "), np.uint8)}
+    sms = gridstride.sm_count()
+    threads = h.default_launch("histogram_lean_count")[1]
+    rows = []
+    for label, bytes_ in cases.items():
+        d_data, expected = cuda.to_device(bytes_), h.histogram_reference(bytes_)
+        for per_sm in PRIVATE_ROWS_BLOCKS_PER_SM:
+            launch = {"blocks": per_sm * sms, "threads": threads}
+            for lane_private, one_row in hr.ONE_ROW.items():
+                for name, fn, counter_rows in ((lane_private, h.VERSIONS[lane_private],
+                                                h.WARP),
+                                               (one_row.__name__, one_row, 1)):
+                    rows += _time_versions({name: functools.partial(fn, **launch)}, d_data,
+                                           expected, input=label, blocks_per_sm=per_sm,
+                                           counter_rows=counter_rows, **launch)
+    return {"description": _described(found, data) + "; the same size of uniform random "
+                           "bytes and of spaces only; histogram_lean_count with a counter "
+                           f"row per warp lane ({h.WARP} per block) and with one row per "
+                           "block, same launches",
+            "params": {"bytes": data.size, "inputs": list(cases), "sm_count": sms,
+                       "threads": threads, "blocks_per_sm": list(PRIVATE_ROWS_BLOCKS_PER_SM),
+                       "text_source": found.source},
+            "rows": rows}
+
+
+def _address(array):
+    """The device address of `array`, or None where there is none (the simulator)."""
+    interface = getattr(array, "__cuda_array_interface__", None)
+    return None if interface is None else interface["data"][0]
+
+
+def _placed_outputs():
+    """[(where, offset in bytes or None, output array)]: BINS int64 counters at each of
+    PLACEMENT_OFFSETS inside one device allocation, in PLACEMENT_FRESH allocations of
+    their own, and at offset 0 again last (a change within the run shows there)."""
+    width = np.dtype(np.int64).itemsize
+    pool = cuda.device_array((PLACEMENT_OFFSETS[-1] + (4 << 10)) // width, np.int64)
+    placed = [(f"offset {offset:,} B of one allocation", offset,
+               pool[offset // width:offset // width + h.BINS]) for offset in PLACEMENT_OFFSETS]
+    placed += [(f"allocation of its own {k + 1}", None, cuda.device_array(h.BINS, np.int64))
+               for k in range(PLACEMENT_FRESH)]
+    return placed + [("offset 0 B of one allocation, again", 0, placed[0][2])]
+
+
+@benchmark(*COMMON, h.histogram_global_atomics, h.histogram_global_atomics_kernel,
+           _placed_outputs)
+def placement():
+    """Whether where version 1's output sits in memory sets its time (its recorded
+    times sit on two levels across runs): histogram_global_atomics, every byte an atomic
+    on its 128 counters, with the counters at offsets inside one device allocation and
+    in allocations of their own, on the text and on uniform bytes."""
+    found, data = _text()
+    outputs = _placed_outputs()
+    rows = []
+    for label, bytes_ in _text_and_uniform(data).items():
+        d_data, expected = cuda.to_device(bytes_), h.histogram_reference(bytes_)
+        for order, (where, offset, out) in enumerate(outputs):
+            harness.check(h.histogram_global_atomics(d_data, out), expected,
+                          name=f"histogram_global_atomics, {label}, output at {where}")
+            t = harness.time_gpu(lambda: h.histogram_global_atomics(d_data, out), cold=True)
+            rows.append(row("histogram_global_atomics", "kernel", t, input=label,
+                            output=where, offset_bytes=offset, address=_address(out),
+                            order=order, gbps=data.size / t.ms / 1e6))
+    return {"description": _described(found, data) + "; the same size of uniform random "
+                           "bytes; histogram_global_atomics with its output at offsets "
+                           f"inside one allocation and in {PLACEMENT_FRESH} allocations of "
+                           "their own, timed in the order of the rows' `order`",
+            "params": {"bytes": data.size, "inputs": ["Shakespeare", "uniform over 128 bins"],
+                       "offsets_bytes": list(PLACEMENT_OFFSETS),
+                       "fresh_allocations": PLACEMENT_FRESH,
+                       "launch": list(h.default_launch("histogram_global_atomics")),
                        "text_source": found.source},
             "rows": rows}
