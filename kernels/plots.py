@@ -8,8 +8,9 @@
 * ``png(fig)``: the figure as PNG at ``DPI``, with its smallest text and its width in
   the PNG's ``course-figure`` text field; it refuses text smaller than ``MIN_PT``, text
   cut by the figure's edge (``cut_texts``), texts that run into each other
-  (``colliding_texts``), a note a plotted line runs through (``texts_over_lines``) and
-  a mark that leaves its panel (``escaping_marks``);
+  (``colliding_texts``), a note a plotted line or the frame runs through
+  (``texts_over_lines``), text an arrow runs through (``marks_over_texts``) and a mark
+  that leaves its panel (``escaping_marks``);
 * ``facts(png_bytes)`` and ``rendered_px(facts, shown_width)``: what the site test reads
   back: how tall the smallest text of a figure is on screen at the width it is shown.
 
@@ -33,6 +34,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.figure import Figure
 from matplotlib.font_manager import FontProperties
+from matplotlib.patches import FancyArrowPatch
 from matplotlib.path import Path
 from matplotlib.text import Text
 from matplotlib.textpath import text_to_path
@@ -230,10 +232,19 @@ def colliding_texts(fig, drawn=None):
     return found
 
 
+def _covers(text, mark):
+    """Whether `text` is drawn on an opaque box of its own (bbox) above `mark`, which
+    that box hides where they cross."""
+    box = text.get_bbox_patch()
+    return box is not None and box.get_fill() and box.get_facecolor()[3] == 1 and \
+        text.get_zorder() > mark.get_zorder()
+
+
 def texts_over_lines(fig, drawn=None):
     """(text, line label) for each text placed in a plot (ax.text, ax.annotate) that a
-    plotted line runs through, where the line hides the words; a line drawn under an
-    opaque box that holds the text (a label on a bar) is hidden there."""
+    plotted line or its panel's frame runs through (a bar's label past the frame's
+    edge), where the line hides the words; a line drawn under an opaque box that holds
+    the text (a label on a bar) is hidden there."""
     renderer = fig.canvas.get_renderer()
     found = []
     for t, _, corners in drawn or _drawn_texts(fig):
@@ -245,14 +256,41 @@ def texts_over_lines(fig, drawn=None):
         grounds = [p for p in ax.patches if p.get_visible() and p.get_fill() and
                    p.get_facecolor()[3] == 1 and p.get_window_extent(renderer).contains(x0, y0)
                    and p.get_window_extent(renderer).contains(x1, y1)]
-        for line in ax.get_lines():
-            if not line.get_visible() or line.get_linestyle() in ("None", "", " ") or \
+        lines = [(line, line.get_label()) for line in ax.get_lines()
+                 if line.get_linestyle() not in ("None", "", " ")]
+        lines += [(spine, f"the frame's {side} edge") for side, spine in ax.spines.items()
+                  if ax.axison and spine.get_linewidth() > 0]
+        for line, label in lines:
+            if not line.get_visible() or _covers(t, line) or \
                     any(p.get_zorder() > line.get_zorder() for p in grounds):
                 continue
             path = line.get_transform().transform_path(line.get_path())
-            if path.intersects_path(box, filled=True) and \
-                    (t.get_text(), line.get_label()) not in found:
-                found.append((t.get_text(), line.get_label()))
+            if path.intersects_path(box, filled=True) and (t.get_text(), label) not in found:
+                found.append((t.get_text(), label))
+    return found
+
+
+def _arrows(ax):
+    """The arrows of panel `ax`: annotations' and those added as patches."""
+    return [t.arrow_patch for t in ax.texts if getattr(t, "arrow_patch", None)] + \
+        [p for p in ax.patches if isinstance(p, FancyArrowPatch)]
+
+
+def marks_over_texts(fig, drawn=None):
+    """(text, "arrow") for each drawn text that an arrow runs through (an arc across
+    the labels of the cells it joins), where the arrow hides the words; an
+    annotation's arrow is not counted against its own text."""
+    drawn = drawn or _drawn_texts(fig)
+    found = []
+    for ax in fig.axes:
+        for mark in _arrows(ax):
+            path = mark.get_transform().transform_path(mark.get_path())
+            for t, _, corners in drawn:
+                if t is None or getattr(t, "arrow_patch", None) is mark or \
+                        _covers(t, mark) or (t.get_text(), "arrow") in found:
+                    continue
+                if path.intersects_path(Path(corners, closed=False), filled=True):
+                    found.append((t.get_text(), "arrow"))
     return found
 
 
@@ -278,9 +316,10 @@ def png(fig):
     """`fig` as PNG bytes at DPI, its facts (smallest text in points, width in inches,
     dpi) in the PNG text field KEY, its panel titles first wrapped to their width
     (fit_titles). Text under MIN_PT, and what a reader could not read (text that the
-    figure's edge cuts, texts that run into each other, a text a plotted line runs
-    through, a mark that leaves its panel) raise ValueError where STRICT_ENV is "1" (the
-    book build, the tests), else give a FigureWarning."""
+    figure's edge cuts, texts that run into each other, a text a plotted line or the
+    frame runs through, a text an arrow runs through, a mark that leaves its panel)
+    raise ValueError where STRICT_ENV is "1" (the book build, the tests), else give a
+    FigureWarning."""
     fit_titles(fig)
     drawn = _drawn_texts(fig)
     smallest = smallest_text_pt(fig, drawn)
@@ -309,10 +348,12 @@ def _unreadable(fig, drawn, smallest):
                          "(shorten or wrap it)"),
                         (colliding_texts(fig, drawn), "figure texts that run into each "
                          "other (space or shorten them)"),
-                        (texts_over_lines(fig, drawn), "figure text that a plotted line "
-                         "runs through (move it off the lines)"),
+                        (texts_over_lines(fig, drawn), "figure text that a frame or plotted "
+                         "line runs through (move it off the lines)"),
                         (escaping_marks(fig), "marks that leave their panel (keep them "
-                         "inside it)")):
+                         "inside it)"),
+                        (marks_over_texts(fig, drawn), "figure text that an arrow runs "
+                         "through (route the arrow between the words)")):
         if found:
             yield f"{what}: " + ", ".join(repr(f[:60]) if isinstance(f, str) else
                                           repr(tuple(x[:40] for x in f)) for f in found[:6])

@@ -157,6 +157,47 @@ def test_png_refuses_a_note_that_a_line_runs_through():
     assert plots.texts_over_lines(fig) == []
 
 
+def test_png_refuses_a_label_that_the_frame_runs_through():
+    """The reduction chapter's longest bars had their time written past the frame's
+    right edge, which crossed the words; inside the frame, or inside its bar, a label
+    is not crossed."""
+    fig, ax = plots.figure(2.5)
+    ax.barh([0, 1], [9, 2])
+    ax.set_xlim(0, 10)
+    label = ax.text(9, 0, " 9.0 us, a long label", va="center")
+    assert plots.texts_over_lines(fig) == [(" 9.0 us, a long label", "the frame's right edge")]
+    with pytest.raises(ValueError, match="a frame or plotted line runs through"):
+        plots.png(fig)
+    label.set_horizontalalignment("right")  # inside its bar
+    assert plots.texts_over_lines(fig) == []
+    ax.spines["right"].set_visible(False)
+    label.set_horizontalalignment("left")
+    assert plots.texts_over_lines(fig) == []  # no frame line there to cross it
+
+
+def test_png_refuses_an_arrow_across_a_label():
+    """The cooperative chapter's arc from cell 1,6 to cell 2,1 bowed through the labels
+    of row 1; a straight arrow between the rows crosses none, and an annotation's arrow
+    is not counted against its own text."""
+    fig, ax = plots.figure(2.5)
+    ax.axis("off")
+    ax.set_xlim(0, 8)
+    ax.set_ylim(-3, 1)
+    for c in range(8):
+        for r in range(3):
+            ax.text(c + 0.5, -r + 0.5, f"{r},{c}", ha="center", va="center")
+    ax.annotate("", xy=(1.5, -1.2), xytext=(6.5, -0.8),
+                arrowprops={"arrowstyle": "->", "connectionstyle": "arc3,rad=0.15"})
+    assert ("1,4", "arrow") in plots.marks_over_texts(fig)
+    with pytest.raises(ValueError, match="an arrow runs through"):
+        plots.png(fig)
+    ax.texts[-1].remove()
+    ax.annotate("", xy=(1.5, -1.2), xytext=(6.5, -0.8), arrowprops={"arrowstyle": "->"})
+    ax.annotate("its own note", xy=(3.2, -2.0), xytext=(4.2, -2.0),
+                arrowprops={"arrowstyle": "->"}, va="center")
+    assert plots.marks_over_texts(fig) == []
+
+
 def test_png_refuses_a_mark_that_leaves_its_panel():
     """The reduction chapter's race arc, bowed with the distance it spans, ran out of
     its timeline through the next panel's title."""
