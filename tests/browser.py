@@ -67,10 +67,43 @@ const columnar = (block) => {
 };
 """
 
+# Whether a box that scrolls sideways shows it, as a reader sees it (course.js:
+# cueScrolling): at each edge past which some of it is hidden, a shown cue (a shade) at
+# least 12 px wide lies over that edge, the box's whole height. Phones draw no
+# scrollbar until one scrolls: without the cue a cut table looked whole.
+CUED_JS = r"""
+const cued = (box) => {
+  const hidden = box.scrollWidth - box.clientWidth, r = box.getBoundingClientRect();
+  const shown = (side) => [...document.querySelectorAll(".course-more")].some((c) => {
+    if (!c.checkVisibility({checkOpacity: true, checkVisibilityCSS: true})) return false;
+    const q = c.getBoundingClientRect();
+    return q.width >= 12 && q.top <= r.top + 2 && q.bottom >= r.bottom - 2 &&
+      Math.abs(side === "right" ? q.right - r.right : q.left - r.left) <= 2;
+  });
+  return (box.scrollLeft <= 1 || shown("left")) &&
+    (box.scrollLeft >= hidden - 1 || shown("right"));
+};
+"""
+
+# Every box of the main column that scrolls sideways at the current width (text in
+# columns, a table or formula wider than a phone's column), and whether it shows it.
+SCROLLING_JS = r"""
+(() => {""" + CUED_JS + r"""
+  const article = document.querySelector("article.bd-article");
+  if (!article) return [];
+  return [...article.querySelectorAll("*")].filter((el) =>
+      /^(auto|scroll)$/.test(getComputedStyle(el).overflowX) && el.checkVisibility() &&
+      el.scrollWidth - el.clientWidth > 1)
+    .map((el) => ({hidden: el.scrollWidth - el.clientWidth, width: el.clientWidth,
+                   cued: cued(el), text: el.textContent.trim().slice(0, 80)}));
+})()
+"""
+
 # Tables and cell outputs of the main column that do not fit it: wider than the
-# article (spilling into the margin or sidebar), or scrolled or clipped inside.
+# article (spilling into the margin or sidebar), or scrolled or clipped inside without
+# showing it (CUED_JS: text in columns may scroll in its own box, cued).
 OVERFLOW_JS = r"""
-(() => {""" + COLUMNAR_JS + r"""
+(() => {""" + CUED_JS + r"""
   const article = document.querySelector("article.bd-article");
   if (!article) return [];
   const box = article.getBoundingClientRect();  // the column, less what is off screen
@@ -87,12 +120,11 @@ OVERFLOW_JS = r"""
     // figures have tests of their own (fit the frame, open full size on a phone), so
     // an output holding one is measured by its text parts alone
     if (el.querySelector("figure, img") || el.closest("figure")) continue;
-    // text in columns scrolls inside its own box (PAGE_FIT_JS checks it keeps its lines)
-    const block = el.closest("div.highlight");
-    if (block && columnar(block)) continue;
     const r = el.getBoundingClientRect();
     const spill = Math.max(r.right - edge.right, edge.left - r.left);
-    const hidden = el.scrollWidth - el.clientWidth;
+    // text in columns may scroll in its own box where it shows that it does (PAGE_FIT_JS
+    // checks it keeps its lines); hidden and not cued, its end is simply cut
+    const hidden = cued(el) ? 0 : el.scrollWidth - el.clientWidth;
     if (spill > 1 || hidden > 1) {
       found.push({element: name(el), spill: Math.round(spill), hidden: hidden,
                   width: Math.round(r.width), column: Math.round(edge.width),
@@ -114,7 +146,7 @@ PAGE_FIT_JS = r"""
   const root = document.documentElement;
   const article = document.querySelector("article.bd-article");
   const found = {page: root.scrollWidth, window: root.clientWidth, code: [], listings: [],
-                 art: [], split: [], ellipsis: [], words: []};
+                 art: [], split: [], ellipsis: [], words: [], options: []};
   if (!article) return found;
   const box = article.getBoundingClientRect();
   const edge = {left: Math.max(box.left, 0), right: Math.min(box.right, root.clientWidth)};
@@ -165,6 +197,11 @@ PAGE_FIT_JS = r"""
       const tops = new Set([...range.getClientRects()].filter((r) => r.width > 0)
         .map((r) => Math.round(r.top)));
       if (tops.size > 1) found.ellipsis.push(code.textContent.slice(0, 80));
+    }
+    // a command-line option broken after its hyphens ("--" / "timeout") reads as two
+    if (/^--?[A-Za-z][\w-]*(=\S*)?$/.test(code.textContent) &&
+        new Set([...code.getClientRects()].map((r) => Math.round(r.top))).size > 1) {
+      found.options.push(code.textContent);
     }
     for (const r of code.getClientRects()) {  // one per line the code is broken over
       const cut = Math.max(r.right - frame.right, frame.left - r.left);
@@ -220,6 +257,21 @@ PAGE_FIT_JS = r"""
     }
   }
   return found;
+})()
+"""
+
+
+# Inline code in the page's contents sidebar (shown at a laptop's width) whose line
+# reaches the sidebar's edge: a heading's `cuda.cg.this_grid().sync()`, unbroken, filled
+# its line up to the window's edge.
+CONTENTS_CODE_JS = r"""
+(() => {
+  const nav = document.querySelector(".bd-sidebar-secondary nav");
+  if (!nav || !nav.checkVisibility()) return [];
+  const edge = nav.getBoundingClientRect().right;
+  return [...nav.querySelectorAll("code")].filter((c) =>
+    [...c.getClientRects()].some((r) => r.width > 0 && r.right >= edge - 4))
+    .map((c) => c.textContent);
 })()
 """
 

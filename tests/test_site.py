@@ -36,7 +36,8 @@ pytest.importorskip("selenium", reason="needs selenium, which this machine does 
 from bs4 import BeautifulSoup  # noqa: E402
 from PIL import Image  # noqa: E402
 
-from browser import OVERFLOW_JS, PAGE_FIT_JS, Browser, find_chromium  # noqa: E402
+from browser import (CONTENTS_CODE_JS, CUED_JS, OVERFLOW_JS, PAGE_FIT_JS,  # noqa: E402
+                     SCROLLING_JS, Browser, find_chromium)
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "book" / "_tools"))
@@ -159,7 +160,7 @@ def site(server, tmp_path_factory):
             if name in SCREENSHOTS:
                 browser.screenshot(ARTIFACTS / f"{name.rsplit('/', 1)[-1]}.png")
             facts[name].update(browser.evaluate(HEADINGS_JS))
-            for kind in ("overflow", "fit", "pager", "searches"):
+            for kind in ("overflow", "fit", "pager", "searches", "scrolling", "contents"):
                 facts[name][kind] = {}
             for width in WIDTHS:  # the same page laid out again at each width
                 browser.resize(width)
@@ -168,6 +169,8 @@ def site(server, tmp_path_factory):
                 facts[name]["fit"][width] = browser.evaluate(PAGE_FIT_JS)
                 facts[name]["pager"][width] = browser.evaluate(PAGER_JS)
                 facts[name]["searches"][width] = browser.evaluate(SEARCHES_JS)
+                facts[name]["scrolling"][width] = browser.evaluate(SCROLLING_JS)
+                facts[name]["contents"][width] = browser.evaluate(CONTENTS_CODE_JS)
             browser.resize(WIDTHS[0])
             if facts[name]["solutions"] and "opened" not in facts:
                 # a collapsed solution must still open: click its toggle
@@ -257,10 +260,25 @@ def test_no_cell_output_holds_a_traceback(site, name):
     assert not bad, f"{name}: a cell output shows a Python traceback:\n" + "\n---\n".join(bad)
 
 
+# A negative duration, as printed: "-1.000 ms" (the simulator's events give -1.0)
+NEGATIVE_TIME = re.compile(r"(?<![\w.\-\u2212])[-\u2212]\d[\d,]*(?:\.\d+)?\s*(?:ms|µs|us|ns|s)\b")
+
+
+@pytest.mark.parametrize("name", PAGES)
+def test_no_cell_output_shows_a_negative_time(site, name):
+    """A time is never negative: on the simulator, whose CUDA events time nothing,
+    `elapsed_time` gives -1.0, which the streams chapter printed as the kernel's time."""
+    bad = [o["text"][max(0, m.start() - 80):m.end()] for o in site[name]["outputs"]
+           for m in NEGATIVE_TIME.finditer(o["text"])]
+    assert not bad, f"{name}: a cell output shows a negative time:\n" + "\n---\n".join(bad)
+
+
 @pytest.mark.parametrize("name", PAGES)
 def test_tables_and_outputs_fit_the_column(site, name):
     """No table or cell output is wider than the main column, or scrolled or clipped
-    inside it, at 1280 px or at a phone's 400 px."""
+    inside it, at 1280 px or at a phone's 400 px; text in columns (a printed table) may
+    scroll in its own box only where it shows that it does (browser.CUED_JS): two
+    outputs cut at 1280 px passed a check that let any such text scroll."""
     bad = [f"{width} px: {o['element']} {o['width']} px wide in a {o['column']} px column "
            f"(spills {o['spill']} px, {o['hidden']} px hidden inside): {o['text'][:80]!r}"
            for width, found in site[name]["overflow"].items() for o in found]
@@ -277,7 +295,8 @@ def test_pages_are_no_wider_than_the_window(site, name):
 @pytest.mark.parametrize("name", PAGES)
 def test_code_fits_the_column(site, name):
     """No inline code runs past the column or is cut by the edge of its box (an
-    exercise's `checks.xxx(...)` call) or broken inside its `...`, no word of the prose
+    exercise's `checks.xxx(...)` call) or broken inside its `...`, no command-line
+    option is broken after its hyphens ('--' / 'timeout'), no word of the prose
     (a long name as plain text, a path) does, and no code listing hides the end of its
     lines (course.js wraps them to the column)."""
     bad = [f"{w} px: inline code cut by {c['cut']} px: {c['text']!r}"
@@ -288,6 +307,8 @@ def test_code_fits_the_column(site, name):
             for w, f in site[name]["fit"].items() for c in f["listings"]]
     bad += [f"{w} px: inline code broken inside its '...': {text!r}"
             for w, f in site[name]["fit"].items() for text in f["ellipsis"]]
+    bad += [f"{w} px: a command-line option broken over two lines: {text!r}"
+            for w, f in site[name]["fit"].items() for text in f["options"]]
     assert not bad, f"{name}: code does not fit the column:\n" + "\n".join(bad)
 
 
@@ -319,6 +340,61 @@ def test_text_in_columns_keeps_its_lines(site, name):
     bad = [f"{w} px: {a['written']} lines drawn as {a['drawn']}: {a['text']!r}"
            for w, f in site[name]["fit"].items() for a in f["art"]]
     assert not bad, f"{name}: text in columns is wrapped:\n" + "\n".join(bad)
+
+
+@pytest.mark.parametrize("name", PAGES)
+def test_boxes_that_scroll_sideways_show_it(site, name):
+    """A box that scrolls inside the column (text in columns, a table or formula wider
+    than a phone's column) shows a shade at each edge past which some of it is hidden
+    (course.js: cueScrolling): a phone draws no scrollbar until one scrolls, and the
+    matmul chapter's tables, cut at the column's edge, looked whole."""
+    bad = [f"{w} px: {b['hidden']} px hidden past a {b['width']} px box, no cue: {b['text']!r}"
+           for w, found in site[name]["scrolling"].items() for b in found if not b["cued"]]
+    assert not bad, f"{name}: boxes scroll sideways without showing it:\n" + "\n".join(bad)
+
+
+# Boxes of the column that scroll sideways at the current width, and where they show it.
+SCROLL_CUES_JS = "return (() => {" + CUED_JS + """
+  return [...document.querySelectorAll("article.bd-article div.highlight > pre")]
+    .filter((box) => box.scrollWidth - box.clientWidth > 1).map((box) => {
+      const r = box.getBoundingClientRect();
+      const at = (x) => [...document.querySelectorAll(".course-more")].some((c) => {
+        const q = c.getBoundingClientRect();
+        return c.checkVisibility({checkOpacity: true, checkVisibilityCSS: true}) &&
+          q.left <= x && x <= q.right && q.top <= r.top + 2 && q.bottom >= r.bottom - 2;
+      });
+      return {left: at(r.left + 1), right: at(r.right - 1), cued: cued(box)};
+    });
+})();"""
+
+
+def test_a_table_wider_than_a_phone_shows_that_it_scrolls(server, tmp_path_factory):
+    """At 400 px the matmul chapter's timings table is wider than its box: a shade lies
+    over its right edge, none over its left; scrolled to its end, the shade is on the
+    left and the right one is gone."""
+    browser = Browser(find_chromium(), tmp_path_factory.mktemp("chromium-scroll"))
+    try:
+        browser.resize(400)
+        browser.visit(f"{server}/book/matmul.html")
+        found = browser.driver.execute_script(SCROLL_CUES_JS)
+        assert found, "400 px: no table of the matmul chapter is wider than its box"
+        assert all(f == {"left": False, "right": True, "cued": True} for f in found), found
+        browser.evaluate("document.querySelectorAll('article.bd-article div.highlight > pre')"
+                         ".forEach((box) => { box.scrollLeft = box.scrollWidth; })")
+        browser.wait(0.3)
+        found = browser.driver.execute_script(SCROLL_CUES_JS)
+        assert all(f == {"left": True, "right": False, "cued": True} for f in found), found
+    finally:
+        browser.close()
+
+
+@pytest.mark.parametrize("name", PAGES)
+def test_contents_sidebar_code_keeps_off_the_window_edge(site, name):
+    """A heading's inline code in the page's contents sidebar breaks where the column's
+    does (course.js): `cuda.cg.this_grid().sync()`, whole, filled its line up to the
+    window's edge at 1280 px."""
+    bad = {w: codes for w, codes in site[name]["contents"].items() if codes}
+    assert not bad, f"{name}: contents entries run to the sidebar's edge: {bad}"
 
 
 @pytest.mark.parametrize("name", PAGES)

@@ -187,13 +187,63 @@ function indentOf(line, spaces) {
   line.prepend(indent);
 }
 
+// A box that scrolls sideways (text in columns, a table or formula wider than a phone's
+// column) shows that it does: a shade at each edge past which more is hidden, gone once
+// the reader has scrolled to that end. A phone draws no scrollbar until one scrolls, so
+// a table cut at the column's edge looked whole. The shade lies over the box's frame:
+// the div.highlight that holds a listing, else a div put around the box.
+function cueScrolling() {
+  const boxes = [...document.querySelectorAll("article.bd-article *")].filter((el) =>
+    /^(auto|scroll)$/.test(getComputedStyle(el).overflowX));
+  const update = (box) => {
+    const hidden = box.scrollWidth - box.clientWidth;
+    if (hidden <= 1 && !box.courseFrame) return;  // fits: no frame made
+    const frame = box.courseFrame || frameWithCues(box);
+    frame.classList.toggle("course-hides-left", hidden > 1 && box.scrollLeft > 1);
+    frame.classList.toggle("course-hides-right", hidden > 1 && box.scrollLeft < hidden - 1);
+  };
+  const resized = new ResizeObserver((entries) => entries.forEach((e) => update(e.target)));
+  for (const box of boxes) {
+    box.addEventListener("scroll", () => update(box), {passive: true});
+    resized.observe(box);  // also calls update once, now
+  }
+}
+
+function frameWithCues(box) {
+  let frame = box.parentElement;
+  if (!frame.matches("div.highlight")) {
+    frame = document.createElement("div");
+    box.before(frame);
+    frame.append(box);
+  }
+  frame.classList.add("course-scroll-frame");
+  for (const [side, mark] of [["left", "\u2039"], ["right", "\u203a"]]) {
+    const cue = document.createElement("span");
+    cue.className = `course-more course-more-${side}`;
+    cue.setAttribute("aria-hidden", "true");
+    cue.dataset.arrow = mark;  // drawn by course.css, so the box's text is unchanged
+    frame.append(cue);
+  }
+  box.courseFrame = frame;
+  return frame;
+}
+
 // Inline code may break where a reader would: after a dot (not inside an ellipsis:
 // `(...)` stays whole), an underscore, a comma or a slash, and before an opening
 // parenthesis (course.css breaks a name elsewhere only
 // when no such place is left), so `cuda.threadIdx.x` in a narrow table cell reads
-// "cuda.threadIdx." / "x", not "cuda.threadI" / "dx.x". The text is unchanged.
+// "cuda.threadIdx." / "x", not "cuda.threadI" / "dx.x". The text is unchanged. The same
+// in the page's contents sidebar, where a heading's `cuda.cg.this_grid().sync()`, whole,
+// filled the line up to the window's edge. A command-line option (`--timeout`) is
+// never broken (course.css): "--" / "timeout" reads as two things.
+const OPTION = /^--?[A-Za-z][\w-]*(=\S*)?$/;
 function breakableInlineCode() {
-  for (const code of document.querySelectorAll("article.bd-article code.literal")) {
+  for (const code of document.querySelectorAll(
+      "article.bd-article code.literal, .bd-sidebar-secondary code.literal")) {
+    if (OPTION.test(code.textContent)) {
+      code.classList.add("course-option");
+      continue;
+    }
     const walker = document.createTreeWalker(code, NodeFilter.SHOW_TEXT);
     const texts = [];
     while (walker.nextNode()) texts.push(walker.currentNode);
@@ -213,4 +263,5 @@ document.addEventListener("DOMContentLoaded", () => {
   keepTextArt();
   wrapCodeLines();
   breakableInlineCode();
+  cueScrolling();  // last: the boxes as the code above laid them out
 });
