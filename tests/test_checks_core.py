@@ -51,6 +51,23 @@ def test_a_timed_out_case_stops_the_report(monkeypatch):
     assert report.timed_out and not report.passed and len(report.cases) == 1
 
 
+def test_only_a_checker_s_first_case_has_time_to_compile(monkeypatch):
+    """On a GPU the first case also compiles the answer's kernels: it gets COMPILE_S
+    more; every later case has the plain limit."""
+    monkeypatch.setattr(core, "TIME_LIMIT_S", 0.3)
+    monkeypatch.setattr(core, "COMPILE_S", 30.0)
+    first = [("compiles first", 1.0, np.float64(1.0)), ("then quick", 0.0, np.float64(0.0))]
+
+    def run(seconds):
+        time.sleep(seconds)
+        return np.float64(seconds)
+
+    assert core.run_cases("sleepy", first, run).passed
+    report = core.run_cases("sleepy", [("quick", 0.0, np.float64(0.0)),
+                                       ("slow later", 1.0, np.float64(1.0))], run)
+    assert report.timed_out and [c.passed for c in report.cases] == [True, False]
+
+
 def test_a_kernel_checker_says_when_it_is_given_no_kernel():
     from kernels import checks
 

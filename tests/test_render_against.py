@@ -36,18 +36,21 @@ def test_prose_drops_code_and_fills_every_role():
     assert render_against.prose(text, {"a": "1,024"}) == "One 1,024 and <<b?>>.\nafter\n"
 
 
+@pytest.mark.needs("jupytext")  # the chapter's code cells run to glue its numbers
 def test_gridstride_saturation_follows_the_t4(book):
     said = render_against.glued(ROOT, "gridstride", render_against.t4(book))
     assert (said["sweep_device"], said["sm_threads"], said["sm_full_blocks"]) == \
         ("Tesla T4", "1,024", "4")
 
 
+@pytest.mark.needs("jupytext")  # the chapter's code cells run to glue its numbers
 def test_gridstride_saturation_follows_the_h200_recording():
     said = render_against.glued(ROOT, "gridstride", json.loads(H200.read_text()))
     assert (said["sweep_device"], said["sm_threads"], said["sm_full_blocks"]) == \
         ("NVIDIA H200", "2,048", "8")
 
 
+@pytest.mark.needs("jupytext")  # the chapter's code cells run to glue its numbers
 def test_matmul_on_a_t4_says_no_sm_is_idle(book):
     """With 64 tiles for 40 SMs no SM is idle: the page said "0% of the SMs get no tile
     at all" after "there are only 64 block tiles"."""

@@ -28,6 +28,11 @@ from kernels.checks import launches, registry
 from kernels.harness import MismatchError, check
 
 TIME_LIMIT_S = 60.0 if SIMULATOR else 20.0  # read at each call: the grader may lower it
+# On a GPU a checker's first case also waits for Numba to compile the answer's kernels
+# (at their first launch): seconds, and far more on a grading machine whose every core
+# compiles at once; a correct answer must not fail its first case for that. So the
+# first case gets this much more (a deadlock there is reported that much later).
+COMPILE_S = 0.0 if SIMULATOR else 60.0
 REPEATS = 1 if SIMULATOR else 5  # blocks run one at a time on the simulator: no races
 SHOW_FAILURES = 3  # details of the first few failures; the rest are listed by input
 # With its kernels skipped a host function has little to do: one that runs this long
@@ -368,7 +373,8 @@ def run_cases(exercise, cases, run, *, rtol=None, atol=None, repeats=REPEATS, ra
         for attempt in range(repeats):
             before = launches.counts()
             try:
-                got = call_with_time_limit(run, inputs)
+                got = call_with_time_limit(run, inputs, seconds=TIME_LIMIT_S + (
+                    COMPILE_S if not results and not attempt else 0))
                 detail = _no_launch(rule, before, launches.counts())
                 if detail:
                     passed = False

@@ -43,10 +43,12 @@ CERTIFY = "certify"  # for a kernel: compile it for a GPU, where Numba targets o
 
 def time_limits(seconds):
     """The checkers' time limits under the grader, from its budget for one check: a
-    case's, and a trace's (tracing is slower). The judge sets the same ones."""
+    case's, a first case's more for compiling, and a trace's (tracing is slower). The
+    judge sets the same ones."""
     from kernels.checks import core, hints, races
 
     core.TIME_LIMIT_S = min(core.TIME_LIMIT_S, seconds)
+    core.COMPILE_S = min(core.COMPILE_S, seconds)
     races.TIME_LIMIT_S = min(races.TIME_LIMIT_S, 2 * seconds)
     hints.TRACE_TIME_LIMIT_S = min(hints.TRACE_TIME_LIMIT_S, seconds)
 

@@ -116,7 +116,8 @@ class Answer(core.Elsewhere):
         with self.lock:
             self._open()
             self._send(name, args, subject or self.names[0])
-            return self._reply(max(core.TIME_LIMIT_S, races.TIME_LIMIT_S) + STEP_MARGIN_S)
+            return self._reply(max(core.TIME_LIMIT_S + core.COMPILE_S, races.TIME_LIMIT_S)
+                               + STEP_MARGIN_S)
 
     def of(self, names):
         """The stand-in for the function names[0], in this (shared) process."""
