@@ -42,8 +42,9 @@ def lock_sum_positive(fn):
         cases.append((f"n={n}, mixed signs", x))
     cases.append((f"n={FEW_BLOCKS}, all negative: every block has nothing to add",
                   -rng.random(FEW_BLOCKS).astype(np.float32) - 0.5))
-    cases.append((f"n={FEW_BLOCKS}, only the first 100 values positive",
-                  np.where(np.arange(FEW_BLOCKS) < 100, 1.0, -1.0).astype(np.float32)))
+    # every thread loops, and the positives reach one block, in its last round
+    cases.append((f"n={LOOPS:,}, only the last 100 values positive",
+                  np.where(np.arange(LOOPS) >= LOOPS - 100, 1.0, -1.0).astype(np.float32)))
     cases = [(what, x, x[x > 0].astype(np.float64).sum()) for what, x in cases]
 
     answer = calling(fn)
