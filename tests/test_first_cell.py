@@ -86,10 +86,13 @@ def test_install_takes_the_package_from_the_repository_and_holds_numpy_and_numba
     run, pip = run_cell(tmp_path, NUMBA_ENABLE_CUDASIM="1")
     assert pip["argv"][:2] == ["install", "-q"] and pip["argv"][2] == "-c"
     assert pip["argv"][4:] == [f"git+{REPOSITORY}@{BRANCH}"]
-    import numba
-    import numpy
-
-    assert pip["constraints"] == f"numpy=={numpy.__version__}\nnumba=={numba.__version__}\n"
+    # the versions the cell's own Python has (on the GPU machine a numpy put first on
+    # this process's PYTHONPATH is not on the cell's)
+    versions = subprocess.run(
+        [sys.executable, "-c", "import numba, numpy; print(numpy.__version__, numba.__version__)"],
+        cwd=tmp_path, capture_output=True, text=True, check=True,
+        env=dict(os.environ, PYTHONPATH=str(tmp_path / "fake"))).stdout.split()
+    assert pip["constraints"] == "numpy=={}\nnumba=={}\n".format(*versions)
     assert f"Installing git+{REPOSITORY}@{BRANCH} ..." in run.stdout
     # the stand-in installed nothing, so the cell's last line cannot import it
     assert "No module named 'kernels'" in run.stderr
