@@ -394,7 +394,8 @@ def grade(submission, package_files, timeout, box=None, side_by_side=False):
 def grade_all(subs, jobs=None, timeout=600.0, progress=None, box=None):
     """Outcomes of `subs`, in order, graded `jobs` at a time (default: the cores), each
     in `box` (a sandbox.Sandbox), or with None only in processes of their own."""
-    files = package.files()  # read once: a notebook that rewrites them changes nothing
+    # read once: a notebook that rewrites them changes nothing
+    files = package.with_bytecode(package.files())
     jobs = jobs or os.cpu_count() or 1
     side_by_side = alongside(jobs, box)
 
