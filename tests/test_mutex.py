@@ -255,3 +255,17 @@ def test_lock_failures_are_reported_on_gpu(rng):
     with m.stale_device_memory(1):
         with pytest.raises(locks.LockTimeout):
             m.dot_mutex_unzeroed_mutex(a, b).value()
+
+
+def test_the_checkers_looping_size_is_past_twice_the_course_grid_of_this_device(monkeypatch):
+    """On a GPU, kernels.checks.mutex.loops() follows the device (four blocks of THREADS
+    per SM, doubled): every thread of the course's launch loops, at a size a correct
+    lock-per-element answer finishes within a case's time (1,000,003 did not)."""
+    from kernels.checks import mutex as checks_mutex
+
+    monkeypatch.setattr(checks_mutex, "SIMULATOR", False)
+    for sms in (40, 132):
+        monkeypatch.setattr(checks_mutex, "sm_count", lambda sms=sms: sms)
+        grid = 4 * sms * m.THREADS
+        assert 2 * grid < checks_mutex.loops() < 2 * grid + m.THREADS
+        assert checks_mutex.loops() % m.THREADS  # not a whole number of blocks

@@ -13,6 +13,7 @@ import numpy as np
 from kernels import SIMULATOR
 from kernels.checks import core, races
 from kernels.checks.core import calling, run_cases
+from kernels.gridstride import sm_count
 from kernels.harness import to_host
 from kernels.mutex import THREADS, default_blocks, summation_rounding
 
@@ -20,9 +21,6 @@ __all__ = ["lock_sum_positive", "lock_argmax", "lock_bin_product"]
 
 # 600: three blocks of THREADS (not a power of two)
 SIZES = (1, 17, 600, 1001) if SIMULATOR else (1, 17, 600, 1001, 1_000_003)
-# past what four blocks cover, so every thread loops (the simulator has one SM: four
-# blocks at most) and sees ties of its own
-LOOPS = 3001 if SIMULATOR else 1_000_003
 # The largest value's index past 16 bits, even packed unsigned beside its value: on the
 # simulator a grid-stride launch costs about what n=3,001 does (starting its threads is
 # most of it)
@@ -31,6 +29,15 @@ PAST_16_BITS = 70_001
 FEW_BLOCKS = 600
 EPS32 = float(np.finfo(np.float32).eps)
 RACE_SIZE = 300  # the race case: 2 blocks of THREADS on the simulator
+
+
+def loops():
+    """A size past twice what the course's launches cover (four blocks of THREADS per
+    SM, kernels.mutex.default_blocks), so every thread loops and sees ties of its own:
+    3,001 on the simulator (one SM), about 270,000 on a GPU of 132 SMs, from this
+    device. (1,000,003 before: a correct answer that takes a lock per element, launched
+    with 3 blocks of 96 threads, ran past the 20 s a case has on a busy GPU.)"""
+    return 3001 if SIMULATOR else 2 * 4 * sm_count() * THREADS + 1
 
 
 def lock_sum_positive(fn):
@@ -43,8 +50,9 @@ def lock_sum_positive(fn):
     cases.append((f"n={FEW_BLOCKS}, all negative: every block has nothing to add",
                   -rng.random(FEW_BLOCKS).astype(np.float32) - 0.5))
     # every thread loops, and the positives reach one block, in its last round
-    cases.append((f"n={LOOPS:,}, only the last 100 values positive",
-                  np.where(np.arange(LOOPS) >= LOOPS - 100, 1.0, -1.0).astype(np.float32)))
+    n = loops()
+    cases.append((f"n={n:,}, only the last 100 values positive",
+                  np.where(np.arange(n) >= n - 100, 1.0, -1.0).astype(np.float32)))
     cases = [(what, x, x[x > 0].astype(np.float64).sum()) for what, x in cases]
 
     answer = calling(fn)
@@ -75,13 +83,14 @@ def lock_argmax(fn):
     cases = []
     for n in SIZES + (core.drawn_size(rng, 2, 2000),):
         cases.append((f"n={n}, distinct values", rng.standard_normal(n).astype(np.float32)))
-    cases.append((f"n={LOOPS}, many ties: values 0..4 (the first 4 must win)",
-                  rng.integers(0, 5, LOOPS).astype(np.float32)))
+    n = loops()
+    cases.append((f"n={n:,}, many ties: values 0..4 (the first 4 must win)",
+                  rng.integers(0, 5, n).astype(np.float32)))
     n = FEW_BLOCKS if SIMULATOR else SIZES[-1]
     cases.append((f"n={n:,}, all negative", -1 - rng.random(n).astype(np.float32)))
-    cases.append((f"n={LOOPS}, all -inf: the largest value is -inf, first at index 0",
-                  np.full(LOOPS, -np.inf, np.float32)))
-    for n in (600, max(LOOPS, PAST_16_BITS)):  # an odd block count; an index of 17 bits
+    cases.append((f"n={loops():,}, all -inf: the largest value is -inf, first at index 0",
+                  np.full(loops(), -np.inf, np.float32)))
+    for n in (600, max(loops(), PAST_16_BITS)):  # an odd block count; an index of 17 bits
         last = rng.random(n).astype(np.float32)
         last[-1] = 2
         cases.append((f"n={n:,}, the largest value last", last))
@@ -101,7 +110,7 @@ def lock_argmax(fn):
 def lock_bin_product(fn):
     """Check fn(keys, values, nbins) returns the product of the values of each bin."""
     rng = core.rng(13)
-    shapes = [(1, 1), (17, 7), (1001, 1), (1001, 7), (1001, 64), (LOOPS, 64)]
+    shapes = [(1, 1), (17, 7), (1001, 1), (1001, 7), (1001, 64), (loops(), 64)]
     if not SIMULATOR:  # one bin is one lock for all: keep its queue short
         shapes += [(20_001, 1), (100_003, 64), (100_003, 1024)]
     cases = []
