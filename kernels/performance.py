@@ -220,11 +220,14 @@ def line(result):
 
 
 def summary():
-    """Every registered benchmark's recording, summarised; what is not recorded yet."""
+    """Every registered benchmark's recording, summarised (but experiments on one
+    version: Benchmark.summarised); what is not recorded yet."""
     benchmarks = harness.load_benchmarks()
     order = {t: i for i, t in enumerate(harness.recording.TOPICS)}
     lines, unrecorded = [], []
     for key in sorted(benchmarks, key=lambda k: (order[k.split(".")[0]], k)):
+        if not benchmarks[key].summarised:  # an experiment on one version
+            continue
         try:
             lines.append(line(harness.recorded(key)))
         except LookupError:

@@ -257,6 +257,16 @@ def test_topics_without_benchmarks_are_listed(bench_dir, monkeypatch):
     assert "tensorcores" in performance.summary().no_benchmarks
 
 
+def test_an_experiment_on_one_version_is_not_summarised():
+    """A benchmark registered summarised=False (where version 1's output sits, version
+    7 with one row of counters) is no race of versions: the summary leaves it out."""
+    experiments = {k for k, b in harness.load_benchmarks().items() if not b.summarised}
+    assert {"histogram.placement", "histogram.private_rows"} <= experiments
+    summary = performance.summary()
+    keys = {ln.result.key for ln in summary.lines} | set(summary.unrecorded)
+    assert keys and not keys & experiments and "histogram.versions" in keys
+
+
 def test_no_recorded_run_beats_its_floor():
     """Every timed version and whole-problem peer of every recording (the real ones in
     book/_data/bench), at every size it was run, takes at least the floor of its own

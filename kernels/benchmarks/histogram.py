@@ -266,7 +266,7 @@ def _text_and_uniform(data):
 
 @benchmark(*COMMON, scratch.buffer, h.histogram_lean_count, h.histogram_lean_count_kernel,
            h.count_word_lean, hr.histogram_lean_count_one_row,
-           hr.histogram_lean_count_one_row_kernel, hr.count_word_row)
+           hr.histogram_lean_count_one_row_kernel, hr.count_word_row, summarised=False)
 def private_rows():
     """What the lane-private counter rows buy the later versions: histogram_lean_count
     (one row of counters per warp lane) and the same kernel with one row per block, at
@@ -318,7 +318,7 @@ def _placed_outputs():
 
 
 @benchmark(*COMMON, h.histogram_global_atomics, h.histogram_global_atomics_kernel,
-           _placed_outputs)
+           _placed_outputs, summarised=False)
 def placement():
     """Whether where version 1's output sits in memory sets its time (its recorded
     times sit on two levels across runs): histogram_global_atomics, every byte an atomic

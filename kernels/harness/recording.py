@@ -35,6 +35,9 @@ class Benchmark:
     key: str          # "<topic>.<name>"
     fn: object        # () -> entry dict with "description", "params", "rows"
     covers: tuple     # the kernels and launchers it runs, for the source hash
+    # False for an experiment on one version (where its output sits, a variant of it),
+    # not a problem its versions race on: the performance summary leaves it out
+    summarised: bool = True
     _hashed: tuple = dataclasses.field(default=(None, ""), repr=False, compare=False)
 
     def source_hash(self):
@@ -49,12 +52,13 @@ class Benchmark:
 BENCHMARKS = {}
 
 
-def benchmark(*covers):
-    """Register a benchmark of ``kernels.benchmarks.<topic>`` that runs `covers`."""
+def benchmark(*covers, summarised=True):
+    """Register a benchmark of ``kernels.benchmarks.<topic>`` that runs `covers`
+    (`summarised`: see Benchmark)."""
     def register(fn):
         topic = fn.__module__.rsplit(".", 1)[-1]
         key = f"{topic}.{fn.__name__}"
-        BENCHMARKS[key] = Benchmark(key, fn, covers)
+        BENCHMARKS[key] = Benchmark(key, fn, covers, summarised)
         return fn
     return register
 
