@@ -348,8 +348,40 @@ def argmax(x, blocks):
     return int(np_argmax(x))
 '''
 
+# A host function's kernels made in a module the notebook writes are compiled for a GPU
+# where the notebook's code ran (kernels.grading.compiled): code there that makes Numba's
+# compile succeed must not pass a kernel that does not compile, whether it sits in the
+# cheated argmax's own module or in the correct mean_variance's (which shares the first
+# certifying process with it).
+FORGES_THE_COMPILE = "\nfrom numba import cuda as _c\n_c.compile_ptx = lambda *a, **k: None\n"
+
+
+def _module(name, source, exports):
+    """A cell that runs `source` as the notebook's module `name` and takes `exports`."""
+    return "\n".join([
+        "import sys", "import types", f"_m_{name} = types.ModuleType({name!r})",
+        f"sys.modules[{name!r}] = _m_{name}",
+        f"exec(compile({source!r}, '<{name}>', 'exec'), _m_{name}.__dict__)",
+        *(f"{e} = _m_{name}.{e}" for e in exports)])
+
+
+def _compile_forgery(in_argmax):
+    bad = HOST_KERNEL_BODIES["a-host-function-launching-a-16-bit-atomic"]
+    correct = solution_source("reduction")
+    if in_argmax:
+        bad += FORGES_THE_COMPILE
+    else:
+        correct += FORGES_THE_COMPILE
+    return notebook([module_cell("reduction", correct, ["reduction-ex-mean-variance"]),
+                     _module("answers_argmax", bad, ["argmax"])], "reduction")
+
+
 # name -> (notebook, points it must get, the exercise cheated on)
-CASES = {**{name: (kernel_cheat(body), 1, "gridstride-ex-reverse")
+CASES = {"forges-the-compile-in-its-own-module": (_compile_forgery(True), 1,
+                                                  "reduction-ex-argmax"),
+         "forges-the-compile-in-another-exercises-module": (_compile_forgery(False), 1,
+                                                             "reduction-ex-argmax"),
+         **{name: (kernel_cheat(body), 1, "gridstride-ex-reverse")
             for name, body in KERNEL_TRICKS.items()},
          **{name: (notebook([SAXPY, source], "gridstride"), 1, "gridstride-ex-reverse")
             for name, source in KERNEL_BODIES.items()},
