@@ -376,6 +376,17 @@ def _compile_forgery(in_argmax):
                      _module("answers_argmax", bad, ["argmax"])], "reduction")
 
 
+# The cheats that get points today, on the simulator only (on a GPU the kernel is
+# compiled at its launch and fails): name -> why. A kernel that a host function's own
+# code makes (here, in a module the notebook execs) is compiled for a GPU where that code
+# ran, so the code can replace Numba's compiler there (issue 31, open). The fix is to
+# certify only kernels whose definitions run no code of the student's, and to flag the
+# others for the instructor.
+SIMULATOR_HOLES = dict.fromkeys(
+    ["forges-the-compile-in-its-own-module", "forges-the-compile-in-another-exercises-module"],
+    "its kernel is certified for a GPU in a process where its own code replaced "
+    "Numba's compile (known hole, issue 31)")
+
 # name -> (notebook, points it must get, the exercise cheated on)
 CASES = {"forges-the-compile-in-its-own-module": (_compile_forgery(True), 1,
                                                   "reduction-ex-argmax"),

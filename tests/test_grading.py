@@ -196,7 +196,9 @@ def check_cheat(rows, feedback, name):
     assert part.startswith(f"## {label}: FAIL") and "defines no" not in part, part
 
 
-@pytest.mark.parametrize("name", list(cheats.CASES))
+@pytest.mark.parametrize("name", [
+    pytest.param(name, marks=pytest.mark.xfail(strict=True, reason=cheats.SIMULATOR_HOLES[name]))
+    if name in cheats.SIMULATOR_HOLES and kernels.SIMULATOR else name for name in cheats.CASES])
 def test_a_cheat_earns_nothing_for_its_exercise(hostile_grades, name):
     rows, feedback, *_ = hostile_grades
     check_cheat(rows, feedback, name)
