@@ -185,7 +185,12 @@ def run_worker(folder, seconds, box=None, timeout=None, side_by_side=False):
              f"(the grader gives each notebook {timeout:g} s: up to "
              f"{timeout * JUDGE_SHARE:.0f} s to check its exercises, and what is left, here "
              f"{seconds:.0f} s, to run it for these notes)")
-    job.update(nonce=nonce, seconds=seconds, limit=limit)
+    # The worker's limit ends at this moment on the machine's monotonic clock (one for
+    # every process, the sandbox's too), not `seconds` after its own start: its start-up
+    # is slow on a busy machine, and it must stop itself, with its note, before the
+    # grader stops it below
+    deadline = time.monotonic() + seconds
+    job.update(nonce=nonce, seconds=seconds, deadline=deadline, limit=limit)
     read_end, write_end = os.pipe()
     job["fd"] = write_end
     with open(os.path.join(folder, "log"), "wb") as log:
@@ -205,7 +210,7 @@ def run_worker(folder, seconds, box=None, timeout=None, side_by_side=False):
             pass
         stopped = None
         try:
-            proc.wait(timeout=seconds + 5)
+            proc.wait(timeout=max(deadline - time.monotonic(), 0) + 5)
         except subprocess.TimeoutExpired:
             stopped = f"it ran past the time limit {limit}"
         if box is None:
