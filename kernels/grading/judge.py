@@ -66,6 +66,7 @@ class Answer(core.Elsewhere):
         self.proc = None
         self.loaded = None
         self.kernels = set()  # (module, qualified name, signature) of kernels it launched
+        self.failures = 0  # steps that timed out, or whose process ended, so far
 
     def begin(self):
         """Start the process and ask it to load the answer, without waiting: processes
@@ -133,10 +134,12 @@ class Answer(core.Elsewhere):
         try:
             reply = self.reader.read(time.monotonic() + deadline)
         except TimeoutError:
+            self.failures += 1
             self.close()
             raise core.TimeLimitExceeded(
                 f"did not finish within {deadline:.0f} s (its process was ended)") from None
         except (EOFError, OSError):
+            self.failures += 1
             why = _ended(self.proc)
             self.close()
             raise AnswerEnded(f"the process running your code ended ({why})") from None
@@ -389,6 +392,8 @@ def main():
     def certifier_of_hosts():
         if not hosts_certifier:
             hosts_certifier.append(processes(hosts, False, gpu_target=True))
+        if hosts_certifier[0].failures:  # one hang or crash: its waits must not add up
+            raise answers.NotFound("the notebook's shared certifying process failed")
         return hosts_certifier[0]
 
     def start_own(index):  # the next exercise of its own's processes, started
