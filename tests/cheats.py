@@ -376,6 +376,36 @@ def _compile_forgery(in_argmax):
                      _module("answers_argmax", bad, ["argmax"])], "reduction")
 
 
+# Code of one exercise that ends the process it is loaded in when Numba compiles there:
+# the notebook's shared certifying process dies with it, the correct mean_variance is
+# compiled again in its own, and the judge stops using the shared one (and goes on).
+CRASHES_THE_SHARED_CERTIFIER = """
+import os
+import numpy as np
+from numba import cuda as _c
+
+
+@_c.jit
+def _touch(x):
+    pass
+
+
+_c.compile_ptx = lambda *a, **k: os._exit(3)
+
+
+def argmax(x, blocks):
+    _touch[1, 1](_c.to_device(x))
+    return int(np.argmax(x))
+"""
+
+
+def _crashes_the_shared_certifier():
+    correct = solution_source("reduction")
+    return notebook([module_cell("reduction", correct, ["reduction-ex-mean-variance"]),
+                     _module("answers_argmax", CRASHES_THE_SHARED_CERTIFIER, ["argmax"])],
+                    "reduction")
+
+
 # The cheats that get points today, on the simulator only (on a GPU the kernel is
 # compiled at its launch and fails): name -> why. A kernel that a host function's own
 # code makes (here, in a module the notebook execs) is compiled for a GPU where that code
@@ -388,7 +418,9 @@ SIMULATOR_HOLES = dict.fromkeys(
     "Numba's compile (known hole, issue 31)")
 
 # name -> (notebook, points it must get, the exercise cheated on)
-CASES = {"forges-the-compile-in-its-own-module": (_compile_forgery(True), 1,
+CASES = {"crashes-the-shared-certifier": (_crashes_the_shared_certifier(), 1,
+                                         "reduction-ex-argmax"),
+         "forges-the-compile-in-its-own-module": (_compile_forgery(True), 1,
                                                   "reduction-ex-argmax"),
          "forges-the-compile-in-another-exercises-module": (_compile_forgery(False), 1,
                                                              "reduction-ex-argmax"),

@@ -194,6 +194,7 @@ def check_cheat(rows, feedback, name):
     assert row[label] == "0", text
     part = section(text, label)
     assert part.startswith(f"## {label}: FAIL") and "defines no" not in part, part
+    assert "the grader's judge failed" not in text, text  # no cheat stops the judge
 
 
 @pytest.mark.parametrize("name", [

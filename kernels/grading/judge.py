@@ -389,11 +389,14 @@ def main():
     hosts = [n for ex in own if not ex.kernel for n in ex.names]
     hosts_certifier = []
 
+    def hosts_failed():  # one hang or crash of it: its waits must not add up
+        return bool(hosts_certifier) and hosts_certifier[0].failures > 0
+
     def certifier_of_hosts():
+        if hosts_failed():
+            raise answers.NotFound("the notebook's shared certifying process failed")
         if not hosts_certifier:
             hosts_certifier.append(processes(hosts, False, gpu_target=True))
-        if hosts_certifier[0].failures:  # one hang or crash: its waits must not add up
-            raise answers.NotFound("the notebook's shared certifying process failed")
         return hosts_certifier[0]
 
     def start_own(index):  # the next exercise of its own's processes, started
@@ -402,7 +405,7 @@ def main():
             return
         certifies = kernels.SIMULATOR and (ex.kernel or ex.launch == launches.YOURS
                                            and compiled.needs_own(found, ex.names))
-        if certifies and not ex.kernel and len(hosts) > len(ex.names):
+        if certifies and not ex.kernel and len(hosts) > len(ex.names) and not hosts_failed():
             certifier_of_hosts()  # it loads while the checker runs
             certifies = False
         started[ex.label] = [processes(ex.names, ex.kernel), processes(
