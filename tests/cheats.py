@@ -348,12 +348,17 @@ def argmax(x, blocks):
     return int(np_argmax(x))
 '''
 
-# A host function's kernels made in a module the notebook writes are compiled for a GPU
-# where the notebook's code ran (kernels.grading.compiled): code there that makes Numba's
-# compile succeed must not pass a kernel that does not compile, whether it sits in the
-# cheated argmax's own module or in the correct mean_variance's (which shares the first
-# certifying process with it).
-FORGES_THE_COMPILE = "\nfrom numba import cuda as _c\n_c.compile_ptx = lambda *a, **k: None\n"
+# Code that makes Numba's compile succeed wherever it runs, at two depths, in the module
+# that makes a host function's kernel (the cheated argmax's own, or the correct
+# mean_variance's): the kernel is compiled for a GPU where none of it ran, made again from
+# its description (kernels.grading.copies), so a kernel that does not compile still fails.
+FORGES_THE_COMPILE = """
+from numba import cuda as _c
+import numba.cuda.compiler as _compiler
+_c.compile_ptx = lambda *a, **k: None
+_compiler.compile_ptx = lambda *a, **k: None
+_compiler.compile_cuda = lambda *a, **k: None
+"""
 
 
 def _module(name, source, exports):
@@ -377,8 +382,8 @@ def _compile_forgery(in_argmax):
 
 
 # Code of one exercise that ends the process it is loaded in when Numba compiles there:
-# the notebook's shared certifying process dies with it, the correct mean_variance is
-# compiled again in its own, and the judge stops using the shared one (and goes on).
+# no certifying process loads it, so the correct mean_variance keeps its point, and the
+# judge goes on.
 CRASHES_THE_SHARED_CERTIFIER = """
 import os
 import numpy as np
@@ -405,17 +410,6 @@ def _crashes_the_shared_certifier():
                      _module("answers_argmax", CRASHES_THE_SHARED_CERTIFIER, ["argmax"])],
                     "reduction")
 
-
-# The cheats that get points today, on the simulator only (on a GPU the kernel is
-# compiled at its launch and fails): name -> why. A kernel that a host function's own
-# code makes (here, in a module the notebook execs) is compiled for a GPU where that code
-# ran, so the code can replace Numba's compiler there (issue 31, open). The fix is to
-# certify only kernels whose definitions run no code of the student's, and to flag the
-# others for the instructor.
-SIMULATOR_HOLES = dict.fromkeys(
-    ["forges-the-compile-in-its-own-module", "forges-the-compile-in-another-exercises-module"],
-    "its kernel is certified for a GPU in a process where its own code replaced "
-    "Numba's compile (known hole, issue 31)")
 
 # name -> (notebook, points it must get, the exercise cheated on)
 CASES = {"crashes-the-shared-certifier": (_crashes_the_shared_certifier(), 1,

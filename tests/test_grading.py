@@ -197,9 +197,7 @@ def check_cheat(rows, feedback, name):
     assert "the grader's judge failed" not in text, text  # no cheat stops the judge
 
 
-@pytest.mark.parametrize("name", [
-    pytest.param(name, marks=pytest.mark.xfail(strict=True, reason=cheats.SIMULATOR_HOLES[name]))
-    if name in cheats.SIMULATOR_HOLES and kernels.SIMULATOR else name for name in cheats.CASES])
+@pytest.mark.parametrize("name", list(cheats.CASES))
 def test_a_cheat_earns_nothing_for_its_exercise(hostile_grades, name):
     rows, feedback, *_ = hostile_grades
     check_cheat(rows, feedback, name)

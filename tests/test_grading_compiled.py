@@ -6,7 +6,7 @@ import numpy as np
 from numba import cuda
 
 from kernels.checks import launches
-from kernels.grading import compiled, extract
+from kernels.grading import compiled
 
 
 @cuda.jit
@@ -36,99 +36,73 @@ def test_a_type_a_signature_cannot_say_gives_no_signature():
     assert launches.signature([np.zeros(2, bool), True]) == "void(boolean[::1], boolean)"
 
 
-def test_only_well_formed_entries_reach_the_certifying_process():
-    good = ["launched", "__main__", "kernel", "void(int32[::1], float64)"]
-    assert compiled.launched(good) == ("__main__", "kernel", "void(int32[::1], float64)")
-    assert compiled.launched(["launched", "answers_x", "f.<locals>.k", ""]) == \
-        ("answers_x", "f.<locals>.k", "")
-    assert compiled.launched(["launched", "@host", "k", "void()"]) == ("@host", "k", "void()")
-    for bad in (["launched", "__main__", "kernel", "void(__import__('os'))"],
-                ["launched", "__main__", "k; x", "void()"],
-                ["launched", "__main__", "kernel"], ["yours", 3], "launched"):
-        assert compiled.launched(bad) is None, bad
-
-
-CELLS = ['''
-import numpy as np
-from numba import cuda
-''', '''
-@cuda.jit
-def plain(x):
-    x[0] = 1
-''', '''
-made = cuda.jit(lambda x: None)
-''', '''
-@cuda.jit
-def odd(x):
-    x[0] = 1
-odd = wrap(odd)
-''', '''
-def host(x):
-    plain[1, 1](x)
-    made[1, 1](x)
-    odd[1, 1](x)
-''']
-
-
-def test_the_kernels_a_host_function_needs_are_found_and_judged_by_their_definitions():
-    found, _ = extract.statements(
-        [{"cell_type": "code", "source": source} for source in CELLS])
-    kernels = compiled.kernels(found, ["host"])
-    assert kernels["plain"] == "" and "made" in kernels, kernels
-    assert kernels.get("odd"), kernels  # wrapped by code of the student's
-    assert compiled.needs_own(found, ["host"])  # odd: only a process of its own loads it
-    plain_only, _ = extract.statements([{"cell_type": "code", "source": source} for source
-                                        in CELLS[:2] + ["def host(x):\n    plain[1, 1](x)"]])
-    assert compiled.kernels(plain_only, ["host"]) == {"plain": ""}
-    assert not compiled.needs_own(plain_only, ["host"])
-
-
-def test_a_string_that_holds_a_kernel_s_source_is_no_kernel():
-    """A module's source kept in a string (exec'd into a module) names cuda.jit in its
-    text only: no certifying process is started for the string."""
-    source = ["from numba import cuda\n",
-              "SOURCE = '@cuda.jit\\ndef k(x):\\n    x[0] = 1\\n'\n",
-              "def host(x):\n    ns = {}\n    exec(SOURCE, ns)\n    ns['k'][1, 1](x)\n"]
-    found, _ = extract.statements([{"cell_type": "code", "source": s} for s in source])
-    assert compiled.kernels(found, ["host"]) == {}
+def test_a_launch_entry_is_read_and_one_not_well_formed_is_not_graded():
+    description = ["function", "k", np.zeros(3, np.uint8), [], [], [], False]
+    key, held = compiled.launched(["launched", "k", "void(int32[::1], float64)", description])
+    assert key[:2] == ("k", "void(int32[::1], float64)") and held is description
+    other, _ = compiled.launched(["launched", "k", "void(int32[::1], float64)",
+                                  description[:2] + [np.ones(3, np.uint8)] + description[3:]])
+    assert other[2] != key[2]  # two kernels of one name (a factory's) stay apart
+    assert compiled.launched(["launched", "f.<locals>.<lambda>", "", description])[0][1] == ""
+    assert compiled.launched(["yours", 3]) is None and compiled.launched("launched") is None
+    for bad in (["launched", "k", "void(__import__('os'))", description],
+                ["launched", "k; x", "void()", description], ["launched", "k", "void()"],
+                ["launched", "k", "void()", {1, 2}]):
+        assert compiled.launched(bad) == compiled._UNREADABLE, bad
 
 
 class _Certifier:
     """A certifying process's stand-in: it compiles, or raises `error`."""
 
     def __init__(self, error=None):
-        self.error, self.asked = error, 0
+        self.error, self.asked = error, []
 
-    def missing(self):
-        return [], []
-
-    def run(self, step, args, subject):
-        self.asked += 1
+    def run(self, step, args):
+        self.asked.append(args)
         if self.error is not None:
             raise self.error
 
 
 class _Answer:
-    kernels = {("answers_x", "k", "void(int32[::1])")}
+    def __init__(self, *entries):
+        self.kernels = dict(compiled.launched(["launched", *e]) for e in entries)
 
 
-def test_a_kernel_goes_to_the_next_certifier_and_the_last_ones_word_stands():
+_KERNEL = ["function", "k", np.zeros(3, np.uint8), [], [], [], False]
+
+
+def test_each_kernel_and_signature_is_compiled_and_a_compile_error_fails():
     from kernels.checks import registry
 
     exercise = registry.EXERCISES["reduction-ex-mean-variance"]
+    answer = _Answer(("k", "void(int32[::1])", _KERNEL), ("k", "void(int64[::1])", _KERNEL))
+    passes = _Certifier()
+    assert compiled.certify(exercise, answer, lambda: passes) == ("", "")
+    assert sorted(a[0] for a in passes.asked) == ["void(int32[::1])", "void(int64[::1])"]
     TypingError = type("TypingError", (Exception,), {})
-    shared_fails, own_passes = _Certifier(TypingError("refused")), _Certifier()
-    assert compiled.certify(exercise, _Answer(), None, {},
-                            [lambda: shared_fails, lambda: own_passes]) == ("", "")
-    assert (shared_fails.asked, own_passes.asked) == (1, 1)
-    passes, never = _Certifier(), _Certifier(TypingError("unused"))
-    assert compiled.certify(exercise, _Answer(), None, {},
-                            [lambda: passes, lambda: never]) == ("", "")
-    assert never.asked == 0  # the first one's pass is enough
-    failed, limit = compiled.certify(exercise, _Answer(), None, {},
-                                     [lambda: _Certifier(TypingError("a")),
-                                      lambda: _Certifier(TypingError("no GPU typing"))])
-    assert "does not compile for a GPU" in failed and "no GPU typing" in failed
-    _, limit = compiled.certify(exercise, _Answer(), None, {},
-                                [lambda: _Certifier(OSError("gone"))])
-    assert "was not compiled for a GPU: compiling it raised OSError: gone" in limit
+    failed, flag = compiled.certify(exercise, answer, lambda: _Certifier(TypingError("no")))
+    assert "does not compile for a GPU" in failed and "no" in failed and flag == ""
+
+
+def test_what_the_grader_could_not_compile_is_not_graded_automatically():
+    """Fail closed: a kernel it could not copy, name the arguments of, or compile for
+    its own reasons leaves the exercise to the instructor, never passed."""
+    from kernels.checks import registry
+
+    exercise = registry.EXERCISES["reduction-ex-mean-variance"]
+    never = _Certifier(AssertionError("must not be asked"))
+    for answer, said in (
+            (_Answer(("k", "", _KERNEL)), "cannot name"),
+            (_Answer(("k", "void()", ["opaque", "a socket"])), "a socket"),
+            (_Answer(*[(f"k{i}", "void()", _KERNEL)
+                       for i in range(compiled.MAX_KERNELS + 1)]), "more than the 16")):
+        report, flag = compiled.certify(exercise, answer, lambda: never)
+        assert report.startswith("Not graded automatically") and said in report, report
+        assert flag.startswith("not graded:") and said in flag, flag
+    report, flag = compiled.certify(exercise, _Answer(("k", "void()", _KERNEL)),
+                                    lambda: _Certifier(OSError("gone")))
+    assert report.startswith("Not graded automatically") and "OSError: gone" in flag
+    unreadable = _Answer()
+    unreadable.kernels = dict([compiled.launched(["launched", "k; x", "void()", _KERNEL])])
+    report, _ = compiled.certify(exercise, unreadable, lambda: never)
+    assert report.startswith("Not graded automatically") and "could not read" in report

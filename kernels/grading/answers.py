@@ -19,6 +19,11 @@ One process answers one exercise, except that the kernel exercises of a notebook
 one: their definitions run no code of the student's (kernels.grading.extract.
 kernel_only), so nothing one of them does at load can reach another.
 
+On the simulator the same program also certifies kernels for the judge, with Numba
+targeting a GPU: a kernel exercise's kernel, loaded as above, or a kernel a host
+function launched, made again from its description alone in a process that loads
+nothing of the notebook (`copies` in its job; kernels.grading.copies).
+
 Nothing here knows a case's expected value, its tolerance, the list of cases, the
 grading run's secret, which exercise's label it answers or how the judge reports:
 there is nothing here to read or forge but the student's own outputs. What the
@@ -136,51 +141,23 @@ def _host(value):
 MAX_LAUNCHED = 32  # kernels' signatures reported in one reply: more is not an answer's
 
 
-def _launched(namespace, names):
-    """["launched", where a kernel of yours launched since the last reply lives (_where),
-    its function's qualified name, a signature ("" if it cannot be said)] for each
-    signature each was launched with (kernels.checks.launches): where a certifying
-    process that loads the same statements finds it (locate)."""
+def _launched():
+    """["launched", the qualified name of a kernel of yours launched since the last
+    reply, a signature ("" if it cannot be said), its description] for each signature
+    each was launched with (kernels.checks.launches): a certifying process makes the
+    kernel again from the description alone (kernels.grading.copies)."""
     from kernels.checks import launches
+    from kernels.grading import copies
 
-    return [["launched", _where(function, namespace or {}, names),
-             str(getattr(function, "__qualname__", "")), signature]
-            for function, signatures in launches.launched().items()
-            for signature in sorted(signatures)][:MAX_LAUNCHED]
-
-
-def _where(function, namespace, names):
-    """"__main__" for a kernel of the notebook's namespace; "@name" for one among the
-    globals of the function `name` (of `names`: a module the notebook made, whose name
-    another cell may have taken since); else the function's module's name."""
-    head = str(getattr(function, "__qualname__", ""))
-    if getattr(namespace.get(head), "py_func", None) is function:
-        return "__main__"
-    for name in names:
-        found = getattr(namespace.get(name), "__globals__", None)
-        if isinstance(found, dict) and getattr(found.get(head), "py_func", None) is function:
-            return f"@{name}"
-    return str(getattr(function, "__module__", ""))
-
-
-class NotFound(Exception):
-    """The certifying process does not have the kernel the judge names (the grader's
-    limit: its name is not in COMPILE_ERRORS)."""
-
-
-def locate(namespace, module, qualname):
-    """The kernel whose function is `qualname` of `module` (as _where says it), as this
-    process loaded it."""
-    found = (namespace if module == "__main__" else
-             getattr(namespace.get(module[1:]), "__globals__", None) if module[:1] == "@"
-             else getattr(sys.modules.get(module), "__dict__", None))
-    parts = qualname.split(".")
-    if found is None or "<locals>" in parts or parts[0] not in found:
-        raise NotFound(f"{module}.{qualname} is not loaded where Numba targets a GPU")
-    kernel = found[parts[0]]
-    for part in parts[1:]:
-        kernel = getattr(kernel, part)
-    return kernel
+    found = []
+    for function, signatures in launches.launched().items():
+        try:
+            description = copies.describe(function)
+        except Exception as err:  # not a Python function: it cannot be copied
+            description = ["opaque", f"{type(err).__name__}: {str(err)[:200]}"]
+        found += [["launched", str(getattr(function, "__qualname__", ""))[:300], signature,
+                   description] for signature in sorted(signatures)]
+    return found[:MAX_LAUNCHED]
 
 
 def main():
@@ -195,7 +172,7 @@ def main():
     import kernels
     from kernels import checks
     from kernels.checks import core, launches
-    from kernels.grading import channel, submissions
+    from kernels.grading import channel, copies, submissions
 
     checks.gather()  # every checker module, imported before the student's code: their steps
     core.DEFERRED = True  # a checker call the notebook makes returns at once
@@ -215,13 +192,15 @@ def main():
             break
         before = launches.counts()
         try:
-            if name == LOAD:
+            if name == LOAD and job.get("copies"):  # it compiles descriptions only
+                namespace, errors = {}, []
+                reply = ("ok", ([], []))
+            elif name == LOAD:
                 namespace, errors = load(submissions.read(job["notebook"]), job["names"],
                                          job.get("kernel_only", False))
                 reply = ("ok", ([n for n in job["names"] if n not in namespace], errors))
-            elif name == CERTIFY:  # (signature[, module, qualified name of a kernel])
-                kernel = locate(namespace, *args[1:]) if len(args) == 3 else \
-                    namespace[subject]
+            elif name == CERTIFY:  # (signature[, a kernel's description])
+                kernel = copies.rebuild(args[1]) if len(args) == 2 else namespace[subject]
                 reply = ("ok", certify(kernel, args[0]))
             else:
                 step = core.STEPS[name]
@@ -230,7 +209,7 @@ def main():
         except BaseException as err:  # the student's code raised
             reply = ("error", type(err).__name__, str(err)[:MAX_MESSAGE])
         made = launches.counts() - before
-        made = [[origin, made[origin]] for origin in made] + _launched(namespace, job["names"])
+        made = [[origin, made[origin]] for origin in made] + _launched()
         try:
             frame = channel.encode((*reply, made))
         except channel.ChannelError as err:  # it returned something else than plain data

@@ -65,8 +65,8 @@ class Answer(core.Elsewhere):
         self.lock = threading.Lock()
         self.proc = None
         self.loaded = None
-        self.kernels = set()  # (module, qualified name, signature) of kernels it launched
-        self.failures = 0  # steps that timed out, or whose process ended, so far
+        # (qualified name, signature, digest) -> description of each kernel it launched
+        self.kernels = {}
 
     def begin(self):
         """Start the process and ask it to load the answer, without waiting: processes
@@ -134,12 +134,10 @@ class Answer(core.Elsewhere):
         try:
             reply = self.reader.read(time.monotonic() + deadline)
         except TimeoutError:
-            self.failures += 1
             self.close()
             raise core.TimeLimitExceeded(
                 f"did not finish within {deadline:.0f} s (its process was ended)") from None
         except (EOFError, OSError):
-            self.failures += 1
             why = _ended(self.proc)
             self.close()
             raise AnswerEnded(f"the process running your code ended ({why})") from None
@@ -216,7 +214,7 @@ def starter(job):
         request_read, request_write = os.pipe()
         reply_read, reply_write = os.pipe()
         task.update(names=job["names"], kernel_only=job["kernel_only"],
-                    certify=bool(job.get("gpu_target")), check_seconds=job["check_seconds"],
+                    copies=bool(job.get("copies")), certify=bool(job.get("gpu_target")), check_seconds=job["check_seconds"],
                     requests=request_read, replies=reply_write)
         env = runner.environment(task["scratch"])
         if job.get("gpu_target"):  # Numba compiles for a GPU there (none need be present)
@@ -267,9 +265,10 @@ def inspect_answer(found, names):
 def check(exercise, answer, found=None, certifier=None, compiler=None):
     """(passed, report, flag) of `exercise` for the student's `answer`, whose notebook
     has the statements `found` (read here, never run); a kernel is first compiled for a
-    GPU by `certifier` (an Answer whose process targets a GPU). With `compiler`
-    (such an Answer, or None; and the kernels it loaded: kernels.grading.compiled.
-    kernels), a host function that passes has every kernel it launched compiled there."""
+    GPU by `certifier` (an Answer whose process targets a GPU). With `compiler` (a
+    function that returns a certifying Answer into which nothing of the notebook was
+    loaded: kernels.grading.compiled), a host function that passes has every kernel it
+    launched compiled there."""
     from kernels import checks
 
     name = exercise.names[0]
@@ -322,10 +321,9 @@ def check(exercise, answer, found=None, certifier=None, compiler=None):
     if report.hung:  # its process may still be running that code: no other exercise there
         answer.close()
     if report.passed and compiler is not None and not exercise.kernel:
-        failed, limit = compiled.certify(exercise, answer, *compiler)
+        failed, flag = compiled.certify(exercise, answer, compiler)
         if failed:
-            return False, failed, ""
-        flags += [limit] if limit else []
+            return False, failed, flag
     return report.passed, str(report)[:MAX_REPORT_CHARS], "; ".join(flags)
 
 
@@ -350,66 +348,43 @@ def main():
     import kernels
 
     out.write(json.dumps({"device": kernels.device()["name"]}) + "\n")
-    def processes(names, kernel_only, gpu_target=False):  # an answer process, started
-        task = dict(job, names=list(names), kernel_only=kernel_only)
+    def processes(names, kernel_only, gpu_target=False, copies=False):  # one, started
+        task = dict(job, names=list(names), kernel_only=kernel_only, copies=copies)
         return Answer(starter(dict(task, gpu_target=gpu_target)), names,
                       job["sandboxed"]).begin()
 
     exercises = [registry.EXERCISES[label] for label in job["labels"]]
     # The kernels whose definitions run no code of the student's share one process: the
     # others get a fresh one each, started one ahead. On the simulator, one process
-    # compiles for a GPU those kernels and the kernels of the notebook that host functions
-    # may launch whose definitions run no code of the student's; a host function whose
-    # kernels are made otherwise gets a certifying process of its own
-    # (kernels.grading.compiled).
+    # compiles those kernels for a GPU, and one into which nothing of the notebook is
+    # loaded compiles the kernels that host functions launched, each made again there
+    # from its description (kernels.grading.compiled): no code of the student's runs
+    # where a kernel is compiled.
     shareable = [ex for ex in exercises
                  if ex.kernel and not kernel_definition(found, ex.names)
                  and not inspect_answer(found, ex.names)[0]]
     names = [n for ex in shareable for n in ex.names]
     if kernel_definition(found, names):
         shareable, names = [], []
-    loadable = {}
-    for ex in exercises:
-        if kernels.SIMULATOR and not ex.kernel and not inspect_answer(found, ex.names)[0]:
-            loadable.update(compiled.kernels(found, ex.names))
-    launchable = [n for n, why in loadable.items() if not why and n not in names]
-    if launchable and kernel_definition(found, names + launchable):
-        why = "its definition and those of the other kernels run code of yours together"
-        loadable.update(dict.fromkeys(launchable, why))
-        launchable = []
     shared = processes(names, True) if shareable else None
-    certifier = (processes(names + launchable, True, gpu_target=True)
-                 if kernels.SIMULATOR and names + launchable else None)
+    certifier = (processes(names, True, gpu_target=True)
+                 if kernels.SIMULATOR and names else None)
     own = [ex for ex in exercises if ex not in shareable]
     started = {}
-    # The host functions' kernels that `certifier` cannot load are compiled first in
-    # one certifying process that loads what all of them need (one start, not one per
-    # exercise); a kernel it does not compile goes to the exercise's own
-    # (kernels.grading.compiled.certify), so another exercise's code cannot fail it.
-    hosts = [n for ex in own if not ex.kernel for n in ex.names]
-    hosts_certifier = []
+    copier = []
 
-    def hosts_failed():  # one hang or crash of it: its waits must not add up
-        return bool(hosts_certifier) and hosts_certifier[0].failures > 0
-
-    def certifier_of_hosts():
-        if hosts_failed():
-            raise answers.NotFound("the notebook's shared certifying process failed")
-        if not hosts_certifier:
-            hosts_certifier.append(processes(hosts, False, gpu_target=True))
-        return hosts_certifier[0]
+    def certifier_of_copies():  # started once, at the first host function that passes
+        if not copier:
+            copier.append(processes(own[0].names, False, gpu_target=True, copies=True))
+        return copier[0]
 
     def start_own(index):  # the next exercise of its own's processes, started
         ex = own[index] if index < len(own) else None
         if ex is None or ex.label in started:
             return
-        certifies = kernels.SIMULATOR and (ex.kernel or ex.launch == launches.YOURS
-                                           and compiled.needs_own(found, ex.names))
-        if certifies and not ex.kernel and len(hosts) > len(ex.names) and not hosts_failed():
-            certifier_of_hosts()  # it loads while the checker runs
-            certifies = False
         started[ex.label] = [processes(ex.names, ex.kernel), processes(
-            ex.names, ex.kernel, gpu_target=True) if certifies else None]
+            ex.names, ex.kernel, gpu_target=True) if kernels.SIMULATOR and ex.kernel
+            else None]
 
     start_own(0)
     for exercise in exercises:
@@ -422,19 +397,9 @@ def main():
             start_own(own.index(exercise))
             start_own(own.index(exercise) + 1)  # it loads while this one is checked
             processes_of = started.pop(label)
-            answer, kernel_certifier = processes_of[0], None
-
-            def own_certifier(ex=exercise, held=processes_of):  # for a host function
-                if held[1] is None:
-                    held[1] = processes(ex.names, False, gpu_target=True)
-                return held[1]
-
-            if exercise.kernel:
-                kernel_certifier = processes_of[1]
-            tries = ([certifier_of_hosts] if len(hosts) > len(exercise.names) else []) + \
-                [own_certifier]
-            compiler = ((certifier, loadable, tries) if kernels.SIMULATOR
-                        and not exercise.kernel else None)
+            answer, kernel_certifier = processes_of
+            compiler = (certifier_of_copies if kernels.SIMULATOR and not exercise.kernel
+                        else None)
         try:
             if time.monotonic() > deadline - 1:
                 result = (False, "not graded: the grader's time limit for this notebook "
@@ -444,14 +409,14 @@ def main():
                 result = check(exercise, answer, found, kernel_certifier, compiler)
         finally:
             if not isinstance(answer, Subject):
-                for process in (answer, *processes_of[1:]):
+                for process in processes_of:
                     if process is not None:
                         process.close()
         passed, report, flag = result
         out.write(json.dumps({"label": label, "passed": bool(passed), "report": report,
                               "flag": flag}) + "\n")
         out.flush()
-    for process in (shared, certifier, *hosts_certifier):
+    for process in (shared, certifier, *copier):
         if process is not None:
             process.close()
 
