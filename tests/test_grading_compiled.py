@@ -6,7 +6,7 @@ import numpy as np
 from numba import cuda
 
 from kernels.checks import launches
-from kernels.grading import compiled
+from kernels.grading import compiled, copies
 
 
 @cuda.jit
@@ -16,18 +16,54 @@ def _add_one(x, n):  # of any shape: only its arguments' types matter here
 
 
 def test_a_launch_is_recorded_with_the_signature_a_gpu_compiles():
-    launches.record_launched()
+    launches.record_launched(copies.describe)
     try:
         _add_one[1, 32](cuda.to_device(np.zeros(5, np.int16)), 5)
         _add_one[1, 32](cuda.to_device(np.zeros((3, 4), np.float32))[:, :2], np.float32(2))
         _add_one[1, 32](np.zeros((3, 4), np.float64, order="F"), True)
         found = launches.launched()
-        assert found == {_add_one.py_func: {"void(int16[::1], int64)",
-                                             "void(float32[:, :], float32)",
-                                             "void(float64[::1, :], boolean)"}}, found
+        assert {signature for _, signature in found} == {
+            "void(int16[::1], int64)", "void(float32[:, :], float32)",
+            "void(float64[::1, :], boolean)"}, found
+        assert {name for name, _ in found.values()} == {"_add_one"}
         assert launches.launched() == {}  # the record starts again
     finally:
         launches._launched = None
+
+
+_SCALE = 1
+
+
+@cuda.jit
+def _scaled(x):
+    x[0] = _SCALE
+
+
+def test_a_kernel_is_described_as_it_was_at_each_launch():
+    """What a kernel reads is described at its launch: code that changes a value after
+    the launch, before the reply, does not change what is compiled; and code that
+    replaces marshal's functions after the grader's modules were imported does not
+    change a description."""
+    global _SCALE
+    launches.record_launched(copies.describe)
+    x = np.zeros(3, np.float32)
+    try:
+        _scaled[1, 1](x)
+        _scaled[1, 1](x)  # nothing it reads changed: one record
+        _SCALE = np.float32(2.5)
+        _scaled[1, 1](x)
+        found = launches.launched()
+        assert sorted(str(dict(d[3])["_SCALE"]) for _, d in found.values()) == [
+            "['number', np.float32(2.5)]", "['value', 1]"], found
+        import marshal
+        real, marshal.dumps = marshal.dumps, lambda *a, **k: b"forged"
+        try:
+            _, description = copies.describe(_scaled.fn)
+        finally:
+            marshal.dumps = real
+        assert marshal.loads(description[2].tobytes()) == _scaled.fn.__code__
+    finally:
+        launches._launched, _SCALE = None, 1
 
 
 def test_a_type_a_signature_cannot_say_gives_no_signature():

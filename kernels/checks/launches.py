@@ -52,13 +52,22 @@ def _count(py_func, args):
     with _lock:
         _counts[origin(py_func)] += 1
         if _launched is not None and origin(py_func) == YOURS:
-            _launched.setdefault(py_func, set()).add(signature(args))
+            try:
+                key, description = _describe(py_func)
+            except Exception as err:  # not a Python function: it cannot be described
+                description = ["opaque", f"{type(err).__name__}: {str(err)[:200]}"]
+                key = tuple(description)
+            if len(_launched) < 64:  # more is reported as such (kernels.grading.answers)
+                _launched.setdefault((key, signature(args)), (
+                    str(getattr(py_func, "__qualname__", ""))[:300], description))
 
 
-# In the grader's answer process on the simulator: {Python function of a kernel of yours
-# launched: {its launches' signatures}}, for the judge to have each compiled for a GPU
+# In the grader's answer process on the simulator: {(a kernel of yours as it was at a
+# launch, the launch's signature): (its qualified name, its description)}, described at
+# each launch by _describe, for the judge to have each compiled for a GPU
 # (kernels.grading.compiled), as a GPU compiles a kernel for the types it is launched with.
 _launched = None
+_describe = None
 # Numba's names of the scalar types a signature may give (and of arrays' elements)
 SCALARS = ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
            "float16", "float32", "float64", "complex64", "complex128", "bool")
@@ -91,15 +100,18 @@ def signature(args):
     return f"void({', '.join(names)})" if all(names) else ""
 
 
-def record_launched():
-    """From now on, keep the signatures of the launches of kernels of yours."""
-    global _launched
-    _launched = {}
+def record_launched(describe):
+    """From now on, keep each kernel of yours as `describe` (kernels.grading.copies.
+    describe: Python function -> (hashable key, description)) says it was at each launch,
+    with the launch's signature: described at the launch, not later, so that what the
+    kernel read then is what is compiled."""
+    global _launched, _describe
+    _launched, _describe = {}, describe
 
 
 def launched():
-    """{Python function: {signatures}} of the kernels of yours launched since the last
-    call (a copy; the record starts again)."""
+    """{(key, signature): (qualified name, description)} of the kernels of yours
+    launched since the last call (a copy; the record starts again)."""
     global _launched
     with _lock:
         found, _launched = _launched or {}, ({} if _launched is not None else None)

@@ -141,23 +141,26 @@ def _host(value):
 MAX_LAUNCHED = 32  # kernels' signatures reported in one reply: more is not an answer's
 
 
+_REPORTED = set()  # (key, signature) of the kernels this process has reported
+
+
 def _launched():
     """["launched", the qualified name of a kernel of yours launched since the last
-    reply, a signature ("" if it cannot be said), its description] for each signature
-    each was launched with (kernels.checks.launches): a certifying process makes the
-    kernel again from the description alone (kernels.grading.copies)."""
+    reply, the launch's signature ("" if it cannot be said), the kernel's description as
+    it was at that launch] for each (kernels.checks.launches) not reported before: a
+    certifying process makes the kernel again from the description alone
+    (kernels.grading.copies)."""
     from kernels.checks import launches
-    from kernels.grading import copies
 
     found = []
-    for function, signatures in launches.launched().items():
-        try:
-            description = copies.describe(function)
-        except Exception as err:  # not a Python function: it cannot be copied
-            description = ["opaque", f"{type(err).__name__}: {str(err)[:200]}"]
-        found += [["launched", str(getattr(function, "__qualname__", ""))[:300], signature,
-                   description] for signature in sorted(signatures)]
-    return found[:MAX_LAUNCHED]
+    for (key, signature), (qualname, description) in launches.launched().items():
+        if (key, signature) not in _REPORTED:
+            _REPORTED.add((key, signature))
+            found.append(["launched", qualname, signature, description])
+    if len(found) > MAX_LAUNCHED:  # the judge must not pass what it was not sent
+        found[MAX_LAUNCHED:] = [["launched", "(more kernels)", "", [
+            "opaque", f"more than {MAX_LAUNCHED} kernels or signatures in one step"]]]
+    return found
 
 
 def main():
@@ -180,7 +183,7 @@ def main():
     if job.get("certify"):
         compile_without_device()
     elif kernels.SIMULATOR:  # the judge has the kernels it launches compiled for a GPU
-        launches.record_launched()
+        launches.record_launched(copies.describe)
     reader = channel.Reader(requests)
     namespace = None
     while True:

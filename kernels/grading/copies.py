@@ -24,29 +24,46 @@ may read, and each value its closure holds, as one of:
     ["opaque", why]                 anything else: it cannot be copied
 
 A kernel whose code reads an opaque value is not compiled, and its exercise is not
-graded automatically (the grader fails closed). What is read from the description is
-only ever data, a code object and names of the libraries' modules: the answer process
-can describe a kernel falsely only by rewriting the course's modules, which the judge
-refuses to grade (kernels.grading.judge.inspect_answer).
+graded automatically (the grader fails closed). The certifying process reads nothing
+but data, a code object and the names of the libraries' modules. In the answer process,
+each kernel is described at each launch, as it is then (kernels.checks.launches), with
+functions bound and library modules' values read when this module was imported, before
+any code of the student's ran: so code that changes a kernel's globals after its launch,
+or replaces marshal's, NumPy's or Numba's names later, changes nothing described. Only
+code that rewrites the grader's own modules or Python's builtins there could describe a
+kernel falsely: the judge does not grade the first automatically and flags the second
+for review (kernels.grading.judge.inspect_answer).
 """
 
 import builtins
 import dis
 import importlib
-import marshal
 import sys
 import types
+from marshal import dumps, loads
 
 import numpy as np
+from numpy import frombuffer, generic, ndarray
 
 # The libraries a kernel's globals may name, and the course's package
 MODULES = ("math", "cmath", "operator", "numpy", "numba", "kernels")
-# Where a value that is not a module, a number or a function is looked up, in turn
+# The modules whose values a kernel may read by name (np.float32, math.sqrt, cuda.atomic)
 SEARCHED = ("numba.cuda", "numba", "numpy", "math", "cmath", "operator", "numba.core.types")
 MAX_FUNCTIONS = 32  # functions in one description: a kernel and the device functions it calls
 MAX_ARRAY_BYTES = 1 << 20  # a constant array a kernel reads
 MAX_CODE_BYTES = 1 << 20
 _KINDS = "biuf"  # the channel's number types
+
+# What describe needs, bound when this module is imported: in the answer process that is
+# before any code of the student's runs, so code that later replaces marshal's, NumPy's or
+# a library module's names does not change how a kernel is described. The SEARCHED
+# modules' values are read from this snapshot, never from the modules as they are later.
+_STARTING = {name: importlib.import_module(name) for name in SEARCHED}
+_NAMED = {}  # id of a value -> (module, name), first in SEARCHED's order
+for _module_name, _module in _STARTING.items():
+    for _name, _value_of in list(vars(_module).items()):
+        if _name.isidentifier() and not _name.startswith("__"):
+            _NAMED.setdefault(id(_value_of), (_module_name, _name, _value_of))
 
 
 class CannotCopy(Exception):
@@ -54,8 +71,23 @@ class CannotCopy(Exception):
 
 
 def describe(function):
-    """The description of the CUDA function whose Python function is `function`."""
-    return _function(function, device=False, seen=[])
+    """(key, description) of the CUDA function whose Python function is `function`, as
+    it is now: the key, hashable, is equal for two equal descriptions."""
+    description = _function(function, device=False, seen=[])
+    return _key(description), description
+
+
+def _key(value):
+    if isinstance(value, list) and value[:1] == ["function"]:
+        # marshal's bytes depend on reference counts: the code object itself compares
+        return ("function", value[1], loads(value[2].tobytes()), *map(_key, value[3:]))
+    if isinstance(value, list):
+        return tuple(_key(v) for v in value)
+    if isinstance(value, ndarray):
+        return ("array", value.dtype.str, value.shape, value.tobytes())
+    if isinstance(value, generic):
+        return ("number", value.dtype.str, value.tobytes())
+    return (type(value).__name__, value)
 
 
 def _function(function, device, seen):
@@ -72,8 +104,7 @@ def _function(function, device, seen):
         except ValueError:  # an empty cell
             cells.append(["opaque", "a variable of the enclosing function not yet set"])
     defaults = [_value(v, seen) for v in function.__defaults__ or ()]
-    return ["function", str(function.__qualname__),
-            np.frombuffer(marshal.dumps(code), np.uint8),
+    return ["function", str(function.__qualname__), frombuffer(dumps(code), np.uint8),
             [[n, _value(scope[n], seen)] for n in names if n in scope],
             cells, defaults, bool(device)]
 
@@ -89,16 +120,20 @@ def _names(code):
 
 def _value(value, seen):
     if value is None or isinstance(value, (bool, int, float, str)) and not isinstance(
-            value, np.generic):
+            value, generic):
         return ["value", value]
-    if isinstance(value, np.generic) and value.dtype.kind in _KINDS:
+    if isinstance(value, generic) and value.dtype.kind in _KINDS:
         return ["number", value]
-    if isinstance(value, np.ndarray):
+    if isinstance(value, ndarray):
         if value.dtype.kind in _KINDS and value.nbytes <= MAX_ARRAY_BYTES:
             return ["array", value]
         return ["opaque", f"an array of {value.dtype} ({value.nbytes:,} bytes)"]
     if isinstance(value, tuple):
         return ["tuple", [_value(v, seen) for v in value]]
+    named = _NAMED.get(id(value))
+    if named is not None and named[2] is value:
+        return (["module", value.__name__] if isinstance(value, types.ModuleType)
+                else ["attribute", *named[:2]])
     if isinstance(value, types.ModuleType):
         name = getattr(value, "__name__", "")
         if _allowed(name) and sys.modules.get(name) is value:
@@ -107,9 +142,6 @@ def _value(value, seen):
     function = _cuda_function(value)
     if function is not None:
         return _function(function[0], function[1], seen)
-    found = _attribute(value)
-    if found:
-        return ["attribute", *found]
     return ["opaque", f"a {type(value).__module__}.{type(value).__qualname__}"]
 
 
@@ -122,25 +154,6 @@ def _cuda_function(value):
     function = getattr(value, "py_func", None)
     if isinstance(options, dict) and isinstance(function, types.FunctionType):
         return function, bool(options.get("device"))
-    return None
-
-
-def _attribute(value):
-    """(module, name) of a module of SEARCHED that holds `value` under that name."""
-    guesses = [getattr(value, "__name__", None), str(value)]
-    for module_name in SEARCHED:
-        module = sys.modules.get(module_name)
-        if module is None:
-            continue
-        for name in guesses:
-            if isinstance(name, str) and name.isidentifier() and \
-                    getattr(module, name, None) is value:
-                return [module_name, name]
-    for module_name in SEARCHED[:2]:  # numba.cuda's and numba's own names, read whole
-        module = sys.modules.get(module_name)
-        for name in dir(module) if module is not None else ():
-            if getattr(module, name, None) is value:
-                return [module_name, name]
     return None
 
 
@@ -169,7 +182,7 @@ def _rebuild_function(description, count):
             code_bytes.dtype != np.uint8 or code_bytes.size > MAX_CODE_BYTES:
         raise CannotCopy("the description of a kernel is not one")
     try:
-        code = marshal.loads(code_bytes.tobytes())
+        code = loads(code_bytes.tobytes())
     except (ValueError, EOFError, TypeError) as err:
         raise CannotCopy(f"its code could not be read ({err})") from None
     if not isinstance(code, types.CodeType) or not isinstance(cells, list) or \
