@@ -86,6 +86,32 @@ def test_atomics_global_atomics_sit_on_two_levels_across_the_h100_runs():
     assert all(len(s) == 2 for s in seen.values()), seen
 
 
+def test_atomics_two_levels_are_said_of_the_benchmarks_that_show_them():
+    """atomics.md: "the same kernel, launch and text took, in `histogram.versions` and
+    `histogram.inputs`, either about 1,490 or about 2,580 µs ...: two levels, nothing
+    between" and "a benchmark that moves the output around in memory ... on the text
+    found times off both levels too": histogram.placement (kept in the history) ran the
+    same kernel, launch and text with its output elsewhere and took other times (2,189
+    and 2,714 µs on the H100 of 2026-11-27), so "two levels, nothing between" holds only
+    of the benchmarks it names, and the sentence must say which."""
+    import json
+    import pathlib
+
+    import claims
+    text = " ".join((pathlib.Path(__file__).resolve().parents[1] / "book" / "atomics.md")
+                    .read_text().split())
+    said = text[text.index("In the H100 runs of"):text.index("nothing between")]
+    assert "`histogram.versions` and `histogram.inputs`" in said, said
+    off = set()
+    for path in sorted(claims.BENCH.glob("*.json")) + sorted(claims.HISTORY.glob("*.json")):
+        data = json.loads(path.read_text())
+        entry = data["benchmarks"].get("histogram.placement")
+        if entry and data["device"]["name"].startswith("NVIDIA H100"):
+            off |= {r["output"] for r in entry["rows"] if r["input"] == TEXT
+                    and all(abs(1e3 * med(r) / lv - 1) >= 0.03 for lv in (1490, 2580))}
+    assert bool(off) == ("found times off both levels too" in text), off
+
+
 def test_atomics_global_atomics_levels_are_the_h200_runs_too_and_change_within_a_session():
     """atomics.md: "The H200 runs kept sit on the same levels, and in one H200 session the
     two benchmarks that count the text sat one on each: the level changes from one
@@ -425,11 +451,15 @@ def test_atomics_global_atomics_level_follows_where_the_output_was_allocated():
     at the 7 offsets inside the one allocation (2,580 µs back at offset 0 at the end) and
     1,487 to 1,501 µs in the 3 allocations of its own: in an allocation of its own the
     kernel was 1.5 to 1.8 times faster ...]. In the H100 recording of 2026-11-27, then,
-    the two levels followed where the output sat in memory: each small allocation of its
+    the times followed where the output sat in memory: each small allocation of its
     own sat on the fast level, and the output inside the large allocation on the slow
     side at every offset tried (... never down to the fast level); back at offset 0 at
-    the end, the time was what it had been at first": on every recording with the
-    benchmark, every own allocation faster than every place inside the large one."""
+    the end, the time was what it had been at first. Few places were sampled, though:
+    the three small allocations lay next to one another, 1 KiB apart, and all the
+    offsets but the last (16 MiB) are within 1 MiB of the large allocation's start": on
+    every recording with the benchmark, every own allocation faster than every place
+    inside the large one; on the H100 recording named, the addresses and offsets as
+    said."""
     import pathlib
     import re
 
@@ -449,9 +479,17 @@ def test_atomics_global_atomics_level_follows_where_the_output_was_allocated():
     assert "faster than anywhere inside" in glued["placement_said"]
     text = " ".join((pathlib.Path(__file__).resolve().parents[1] / "book" / "atomics.md")
                     .read_text().split())
-    named = re.search(r"In the (\S+) recording of (\S+), then, the two levels", text).groups()
+    named = re.search(r"In the (\S+) recording of (\S+), then, the times followed",
+                      text).groups()
     if result.env["device"]["name"].startswith("NVIDIA H100"):
         assert named == ("H100", result.entry["date"][:10])
+        assert "three small allocations lay next to one another, 1 KiB apart" in text
+        for rows in hf.placed(result).values():
+            own = sorted(r["address"] for r in rows["own"])
+            assert len(own) == 3 and {b - a for a, b in zip(own, own[1:])} == {1 << 10}
+        offsets = sorted(result.entry["params"]["offsets_bytes"])
+        assert max(offsets[:-1]) <= 1 << 20 and offsets[-1] == 16 << 20
+        assert "all the offsets but the last (16 MiB) are within 1 MiB" in text
 
 
 def test_atomics_an_allocation_of_its_own_sat_on_the_slow_level_in_the_same_session():

@@ -7,7 +7,7 @@ from numba import cuda
 from kernels import histogram as h
 from kernels import histogram_rows as hr
 from kernels.harness import check
-from ptx import assert_compiles
+from ptx import HERE, assert_compiles, without_simulator
 
 PTX_SIGNATURES = {
     "count_word_row": ["void(int32[::1], uint64)"],
@@ -65,3 +65,35 @@ def test_bad_input_is_refused_clearly(call, error, words, rng):
 
 def test_compiles_to_ptx():
     assert_compiles("histogram_rows")
+
+
+def test_two_blocks_of_the_default_launch_never_share_an_h100_sm():
+    """atomics.md, lane-private rows or one row per block: "Two blocks of 1,024 threads
+    never run on one SM at once here, whichever the rows: compiled for the H100 (sm_90),
+    both kernels need more than 32 registers per thread (a test compiles them and
+    counts), and an SM's 65,536 registers hold 2,048 threads only at 32 each". Each
+    kernel compiled for sm_90 and linked as numba-cuda links it (cuda.core's Linker);
+    the linker's log gives its registers per thread."""
+    from kernels import hardware
+    threads = h.default_launch("histogram_lean_count")[1]
+    code = (f"import re, sys; sys.path.insert(0, {str(HERE)!r}); import compile_ptx as p\n"
+            "from cuda.core import Linker, LinkerOptions, ObjectCode\n"
+            "from kernels import histogram as h, histogram_rows as hr\n"
+            "sig = 'void(uint64[::1], uint8[::1], uint64[::1], int64[::1])'\n"
+            "for k in (h.histogram_lean_count_kernel, hr.histogram_lean_count_one_row_kernel):\n"
+            "    ptx = p.compile_ptxes(k, sig, False)[(9, 0)]\n"
+            "    linker = Linker(ObjectCode.from_ptx(ptx.encode()),\n"
+            "                    options=LinkerOptions(arch='sm_90', verbose=True))\n"
+            "    linker.link('cubin')\n"
+            "    used = re.findall(r'[Uu]sed (\\d+) registers', linker.get_info_log())\n"
+            "    print(k.py_func.__name__, used[0])\n")
+    out = dict(line.split() for line in without_simulator(code).splitlines())
+    assert set(out) == {"histogram_lean_count_kernel", "histogram_lean_count_one_row_kernel"}
+    fits = hardware.REGISTERS_PER_SM // (2 * threads)
+    assert (threads, fits, hardware.max_threads_per_sm((9, 0))) == (1024, 32, 2048)
+    for name, registers in out.items():
+        assert int(registers) > fits, (name, registers)
+    text = " ".join((HERE.parent / "book" / "atomics.md").read_text().split())
+    assert ("both kernels need more than 32 registers per thread (a test compiles them "
+            "and counts), and an SM's 65,536 registers hold 2,048 threads only at 32 "
+            "each") in text
