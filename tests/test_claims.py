@@ -101,7 +101,12 @@ COMPARISON = re.compile(
     r"|tallest|shortest|just (under|over)|twice|sharply|steeply|nearly flat|stays flat"
     r"|levels? off|levelling off|too (few|many)|reach(es|ed)?|parallel to|helps|dominates?"
     r"|hundreds of|thousands of|dozens of|a few (nano|micro|milli)?seconds"
-    r"|\w+fold|orders? of magnitude)\b"
+    r"|\w+fold|orders? of magnitude"
+    # what a figure of the input shows, compared in words ("far from uniform", "e the most
+    # frequent", "e, t and o stand highest", "five or six lanes", "bars around 5 to 6")
+    r"|far from|most frequent|stands? highest"
+    r"|(one|two|three|four|five|six|seven|eight|nine) or (two|three|four|five|six|seven|eight"
+    r"|nine|ten)|around \d+( to \d+)?)\b"
     r"|\d\s*(ns|µs|ms|GB/s|TFLOP/s)(?!\w)", re.I)
 
 
@@ -143,7 +148,10 @@ def test_the_caption_scan_catches_a_comparison():
                  "they differ a hundredfold", "two orders of magnitude apart",
                  "the dashed line is the target; the best versions reach it",
                  "on the right the time runs parallel to the floor", "the L2 helps",
-                 "the copies end earlier", "its bar is longer", "a larger grid"):
+                 "the copies end earlier", "its bar is longer", "a larger grid",
+                 "the distribution is far from uniform", "e the most frequent letter",
+                 "e, t and o stand highest", "the text crowds five or six lanes",
+                 "the text's bars sit around 5 to 6"):
         assert COMPARISON.search(text), text
     assert not COMPARISON.search("Every histogram version, fastest first, on the text")
 
