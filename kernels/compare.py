@@ -64,9 +64,9 @@ def bounds(x):
 BUSY = "device-busy"  # the profiler's sum of a call's kernel, copy and memset durations
 EVENTS = "events"     # CUDA events around the call (a CPU row's: its wall clock)
 UNEVEN = "events, host work included"  # a call that waits inside, without busy times
-MEASURED = {BUSY: "device-busy time from the profiler (the sum of each call's kernel "
-                  "durations, the same measure on both sides, as one call waits for "
-                  "the GPU inside)",
+MEASURED = {BUSY: "device-busy time from the profiler (the time the GPU spent on each "
+                  "call's kernels, copies and memsets, overlaps counted once: the "
+                  "same measure on both sides, as one call waits for the GPU inside)",
             EVENTS: "CUDA-event times (a GPU call queued behind the same spin kernel "
                     "as ours; a CPU peer's wall clock)",
             UNEVEN: "CUDA events, which count the library call's host work too (no "
