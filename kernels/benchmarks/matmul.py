@@ -12,7 +12,7 @@ import numpy as np  # noqa: E402
 from numba import cuda  # noqa: E402
 
 from kernels import (device, float4, hardware, harness, matmul as mm,  # noqa: E402
-                     matmul_fast as mf, size)
+                     matmul_fast as mf, matmul_tuned as mt, size)
 from kernels.gridstride import sm_count  # noqa: E402
 from kernels.benchmarks import optional  # noqa: E402
 from kernels.harness import benchmark, row  # noqa: E402
@@ -56,13 +56,21 @@ FAST_COVERS = (mm.tile_row, mm.tile_col, mm.warp_position, mm.write_tile, mm._gr
                mf.fits_one_block_per_sm, mf.default_splits)
 
 
+# the steps of kernels.matmul_tuned, after those of matmul and matmul_fast
+TUNED_COVERS = (*mt.VERSIONS.values(), mt.offsets, mt.fetch_at, mt.matmul_flat_offsets_kernel,
+                mt.load_fragments, mt.multiply_fragments, mt.multiply_loading_next,
+                mt.pipelined_step, mt.matmul_pipelined_fragments_kernel, mt._launch,
+                mt.default_splits, float4.load_float4_at_simulated,
+                float4.load_float4_at_typed)
+
+
 @benchmark(*mm.VERSIONS.values(), mm.matmul_naive_kernel, mm.matmul_tiled_kernel,
            mm.matmul_tiled_bounded_kernel, mm.matmul_thread_tile_1d_kernel,
            mm.matmul_thread_tile_2d_kernel, mm.matmul_thread_tile_2d_prefetch_kernel,
            mm.matmul_warp_tile_kernel, mm.fetch_tiles, mm.stash_tiles, mm.multiply_tiles,
            *mf.VERSIONS.values(), mf.matmul_unrolled_k_kernel,
            mf.matmul_unchecked_interior_kernel, mf.matmul_split_k_kernel,
-           mf.fetch_tiles_unchecked, mf.fetch_tiles_until, *FAST_COVERS)
+           mf.fetch_tiles_unchecked, mf.fetch_tiles_until, *FAST_COVERS, *TUNED_COVERS)
 def ladder():
     sizes = size("matmul_ladder")
     cupy = optional("cupy")
@@ -91,7 +99,7 @@ def ladder():
             rows.append(torch_row)
         da, db = cuda.to_device(a), cuda.to_device(b)
         dout = cuda.device_array((n, n), dtype=np.float32)
-        for name, fn in {**mm.VERSIONS, **mf.VERSIONS}.items():
+        for name, fn in {**mm.VERSIONS, **mf.VERSIONS, **mt.VERSIONS}.items():
             if name == "matmul_tiled" and n % mm.TILE:
                 continue  # refused: it would read past the edges of a and b
             dout[:] = np.nan
@@ -103,6 +111,8 @@ def ladder():
             fields = dict(n=n, tflops=_tflops(n, t), rel_error=mm.relative_error(got, exact))
             if name in mf.SPLITTING:
                 fields["splits"] = mf.default_splits(name, n, n, n, sm_count())
+            elif name in mt.VERSIONS:
+                fields["splits"] = mt.default_splits(name, n, n, n, sm_count())
             if cublas_tflops:
                 fields["pct_cublas"] = 100 * fields["tflops"] / cublas_tflops
             rows.append(row(name, "kernel", t, **fields))
