@@ -16,7 +16,7 @@ def _add_one(x, n):  # of any shape: only its arguments' types matter here
 
 
 def test_a_launch_is_recorded_with_the_signature_a_gpu_compiles():
-    launches.record_launched(copies.describe)
+    launches.record_launched(copies.describe, lambda kernel, *_: kernel, copies.library)
     try:
         _add_one[1, 32](cuda.to_device(np.zeros(5, np.int16)), 5)
         _add_one[1, 32](cuda.to_device(np.zeros((3, 4), np.float32))[:, :2], np.float32(2))
@@ -45,7 +45,7 @@ def test_a_kernel_is_described_as_it_was_at_each_launch():
     replaces marshal's functions after the grader's modules were imported does not
     change a description."""
     global _SCALE
-    launches.record_launched(copies.describe)
+    launches.record_launched(copies.describe, lambda kernel, *_: kernel, copies.library)
     x = np.zeros(3, np.float32)
     try:
         _scaled[1, 1](x)

@@ -154,9 +154,152 @@ def test_what_is_not_a_description_is_refused_before_numba_sees_it():
         _bad(good[:3] + [scope] + good[4:])
 
 
+def _described(value):
+    return copies._value(value, [], (), [0], 0)
+
+
 def test_values_a_kernel_cannot_read_are_described_as_such():
-    assert copies._value(object(), [])[0] == "opaque"
-    assert copies._value(np.zeros(3, complex), [])[0] == "opaque"  # not the channel's
-    assert copies._value(np.zeros(copies.MAX_ARRAY_BYTES + 1, np.uint8), [])[0] == "opaque"
-    assert copies._value(os, [])[0] == "opaque"  # no library a kernel may use
-    assert copies._value((1, np.float32(2)), [])[0] == "tuple"
+    assert _described(object())[0] == "opaque"
+    assert _described(np.zeros(3, complex))[0] == "opaque"  # not the channel's
+    assert _described(np.zeros(copies.MAX_ARRAY_BYTES + 1, np.uint8))[0] == "opaque"
+    assert _described(os)[0] == "namespace"  # a module: only what the code reads of it
+    assert _described((1, np.float32(2)))[0] == "tuple"
+    assert _described(np.zeros(3).view(np.matrix))[0] == "opaque"  # not exactly an array
+
+
+class _Hooked:
+    """A value whose attributes run code: describing must never read one."""
+
+    touched = []
+
+    def __getattr__(self, name):
+        _Hooked.touched.append(name)
+        raise AttributeError(name)
+
+
+class _Face:
+    """Shows one function's parts and calls another."""
+
+    def __init__(self, shown, real):
+        self.shown, self.real = shown, real
+
+    def __getattr__(self, name):
+        return getattr(self.shown, name)
+
+    def __call__(self, *args):
+        return self.real(*args)
+
+
+def test_describing_runs_no_code_of_the_students_and_trusts_no_disguise():
+    _, described = copies.describe(_Hooked())
+    assert described[0] == "opaque" and _Hooked.touched == []
+    assert _described(_Hooked())[0] == "opaque" and _Hooked.touched == []
+    disguised = cuda.jit(_Face(_factory(1).fn, _forged().fn))
+    assert copies.describe(disguised)[1][0] == "opaque"  # its function is no function
+    extended = type(_plain)(_plain.fn, False, extensions=[object()])
+    assert "extensions" in copies.describe(extended)[1][1]
+
+
+def test_only_the_librarys_and_the_courses_own_kernels_are_trusted():
+    from kernels import reduction
+
+    assert copies.library(reduction.sum_unrolled_kernel.fn)
+    assert not copies.library(_plain.fn)
+    fake = {}  # a kernel of the student's compiled under a course file's name
+    exec(compile("def k(x):\n    x[0] = 1\n", reduction.__file__, "exec"), fake)
+    fake["k"].__module__ = "kernels.reduction"
+    assert not copies.library(fake["k"])
+
+
+def _pack(a, b):
+    return a * 2 + b
+
+
+@cuda.jit(device=True)
+def _packed(a, b):
+    return _PACK(a, b)
+
+
+_PACK = cuda.jit(device=True)(_pack)
+
+
+@cuda.jit(device=True)
+def _best_of(a, b):  # calls _PACK too: a diamond, not a cycle
+    return max(_PACK(a, b), _packed(b, a))
+
+
+_Pair = __import__("collections").namedtuple("_Pair", ["shift", "mask"])
+_PAIR = _Pair(3, 7)
+_KEY = np.dtype(np.int64)
+
+
+class _Bits(__import__("enum").IntEnum):
+    LOW = 1
+    HIGH = 2
+
+
+_HELPERS = type(os)("answers_helpers")  # a module of the student's
+_HELPERS.pack = _PACK
+_HELPERS.SCALE = 3
+
+
+@cuda.jit
+def _styles(x):
+    i = cuda.grid(1)
+    buf = cuda.shared.array(4, _KEY)
+    buf[0] = _best_of(i, _PAIR.shift) & _PAIR.mask
+    if i < x.size:
+        x[i] = buf[0] + _Bits.HIGH + _HELPERS.pack(i, _HELPERS.SCALE)
+
+
+def test_correct_styles_are_copied_and_compile():
+    """Device functions called twice (a diamond), a namedtuple constant, a dtype object,
+    an IntEnum, a device function in a module of the student's: copied, compiled."""
+    lines = _certified([("void(int64[::1])", _description(_styles))])
+    assert lines == ["compiled"], lines
+
+
+def test_the_copy_is_what_runs_on_the_simulator():
+    """runnable makes the kernel that the answer process launches: Python's builtins and
+    the libraries' values as they were at the start, whatever the student's code replaced
+    since."""
+    import builtins
+
+    @cuda.jit
+    def lengths(x):
+        x[0] = len(x) + math.floor(0.5)
+
+    key, description = copies.describe(lengths)
+    real_len, real_floor = builtins.len, math.floor
+    builtins.len = lambda v: 99 if "WithinKernel" in type(v).__name__ else real_len(v)
+    math.floor = lambda v: 5
+    try:
+        made = copies.runnable(lengths[1, 1], key, description)
+        x = np.zeros(3, np.int64)
+        made(x)
+    finally:
+        builtins.len, math.floor = real_len, real_floor
+    assert made is not lengths and x[0] == 3, x
+
+
+_TABLE = np.arange(1 << 17, dtype=np.float32)  # 512 KiB: more than constant memory holds
+
+
+@cuda.jit
+def _reads_a_big_table(x):
+    x[0] = _TABLE[cuda.grid(1) % 100_000]  # an index the compiler cannot fold
+
+
+def test_a_kernel_whose_constant_arrays_a_gpu_cannot_hold_does_not_compile():
+    """NVVM writes the PTX, and only the assembler refuses more than 64 KiB of constant
+    data: the grader counts it in the PTX."""
+    big = _description(_reads_a_big_table)
+    lines = _certified([("void(float32[::1])", big),
+                        ("void(float32[::1])", _description(_plain_table_reader))])
+    assert lines[0].startswith("ValueError") and "524,288 bytes" in lines[0], lines
+    assert lines[1] == "compiled", lines
+
+
+@cuda.jit
+def _plain_table_reader(x):
+    x[0] = TABLE[cuda.grid(1) % 5]

@@ -48,26 +48,33 @@ def origin(py_func):
     return YOURS
 
 
-def _count(py_func, args):
+def _count(py_func, args, kernel=None):
+    """Count a launch; in the grader's answer process on the simulator, also describe
+    the kernel (`kernel`, its object) as it is at this launch, and return (key,
+    description) for the launch to run the copy (record_launched)."""
     with _lock:
         _counts[origin(py_func)] += 1
-        if _launched is not None and origin(py_func) == YOURS:
-            try:
-                key, description = _describe(py_func)
-            except Exception as err:  # not a Python function: it cannot be described
-                description = ["opaque", f"{type(err).__name__}: {str(err)[:200]}"]
-                key = tuple(description)
-            if len(_launched) < 64:  # more is reported as such (kernels.grading.answers)
-                _launched.setdefault((key, signature(args)), (
-                    str(getattr(py_func, "__qualname__", ""))[:300], description))
+        if _launched is None or _trusted(py_func):
+            return None
+        try:
+            key, description = _describe(kernel if kernel is not None else py_func)
+        except Exception as err:  # it cannot be described: the judge grades nothing
+            description = ["opaque", f"{type(err).__name__}: {str(err)[:200]}"]
+            key = tuple(description)
+        if len(_launched) < 64:  # more is reported as such (kernels.grading.answers)
+            _launched.setdefault((key, signature(args)), (
+                str(getattr(py_func, "__qualname__", ""))[:300], description))
+        return key, description
 
 
-# In the grader's answer process on the simulator: {(a kernel of yours as it was at a
-# launch, the launch's signature): (its qualified name, its description)}, described at
-# each launch by _describe, for the judge to have each compiled for a GPU
-# (kernels.grading.compiled), as a GPU compiles a kernel for the types it is launched with.
+# In the grader's answer process on the simulator: {(a kernel as it was at a launch, the
+# launch's signature): (its qualified name, its description)}, described at each launch
+# by _describe, for the judge to have each compiled for a GPU (kernels.grading.compiled),
+# as a GPU compiles a kernel for the types it is launched with; every kernel but those
+# written in the libraries' and the course's own files (_trusted), whatever its
+# __module__ says. _runnable makes the copy that the launch runs.
 _launched = None
-_describe = None
+_describe = _runnable = _trusted = None
 # Numba's names of the scalar types a signature may give (and of arrays' elements)
 SCALARS = ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
            "float16", "float32", "float64", "complex64", "complex128", "bool")
@@ -100,13 +107,15 @@ def signature(args):
     return f"void({', '.join(names)})" if all(names) else ""
 
 
-def record_launched(describe):
-    """From now on, keep each kernel of yours as `describe` (kernels.grading.copies.
-    describe: Python function -> (hashable key, description)) says it was at each launch,
-    with the launch's signature: described at the launch, not later, so that what the
-    kernel read then is what is compiled."""
-    global _launched, _describe
-    _launched, _describe = {}, describe
+def record_launched(describe, runnable, trusted):
+    """From now on, on the simulator, keep each kernel launched as `describe`
+    (kernels.grading.copies.describe: kernel -> (hashable key, description)) says it was
+    at the launch, with the launch's signature, and launch the copy that `runnable`
+    makes of it instead (kernels.grading.copies.runnable): what ran is what is compiled.
+    Kernels whose Python function `trusted` says is the libraries' or the course's own
+    (kernels.grading.copies.library) are launched as they are."""
+    global _launched, _describe, _runnable, _trusted
+    _launched, _describe, _runnable, _trusted = {}, describe, runnable, trusted
 
 
 def launched():
@@ -230,9 +239,11 @@ def _install():
 
         def counted(self, *args):
             if not self._device and sim._kernel_context is None:
-                _count(self.fn, args)
+                described = _count(self.fn, args, self)
                 if _skipping and origin(self.fn) != LIBRARY:
                     return None
+                if described is not None:
+                    self = _runnable(self, *described)
             return launch(self, *args)
 
         sim.FakeCUDAKernel.__call__ = counted

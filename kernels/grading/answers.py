@@ -35,6 +35,7 @@ import ast
 import json
 import linecache
 import os
+import re
 import sys
 
 from kernels.grading import confine
@@ -44,6 +45,7 @@ MAX_MESSAGE = 2000  # characters of an error's message sent back
 
 
 CERTIFY = "certify"  # for a kernel: compile it for a GPU, where Numba targets one
+CONSTANT_BYTES = 64 << 10  # a kernel's constant memory (global arrays it reads)
 
 
 def time_limits(seconds):
@@ -100,7 +102,12 @@ def certify(kernel, signature):
         raise TypeError(f"{function.__name__} takes {takes} argument"
                         f"{'' if takes == 1 else 's'}; the exercise launches it with "
                         f"{len(arguments)}")
-    cuda.compile_ptx(function, signature, cc=(7, 5))
+    ptx, _ = cuda.compile_ptx(function, signature, cc=(7, 5))
+    constant = sum(int(n) for n in re.findall(r"^\s*\.const\b[^\n\[]*\[(\d+)\]", ptx, re.M))
+    if constant > CONSTANT_BYTES:  # the assembler, not NVVM, refuses this
+        raise ValueError(f"{function.__name__} reads {constant:,} bytes of constant arrays "
+                         f"(its global arrays); a GPU's constant memory holds "
+                         f"{CONSTANT_BYTES:,}")
 
 
 def compile_without_device():
@@ -183,7 +190,7 @@ def main():
     if job.get("certify"):
         compile_without_device()
     elif kernels.SIMULATOR:  # the judge has the kernels it launches compiled for a GPU
-        launches.record_launched(copies.describe)
+        launches.record_launched(copies.describe, copies.runnable, copies.library)
     reader = channel.Reader(requests)
     namespace = None
     while True:

@@ -12,6 +12,10 @@ MAX_FRAME_BYTES, or not of this form, is an error, never a value.
 
 import json
 import os
+# Bound at import, before any code of the student's runs in the answer process: code
+# that replaces json.dumps or os.write there later changes nothing that is sent.
+from json import dumps as _dumps
+from os import write as _write
 
 import numpy as np
 
@@ -47,7 +51,7 @@ def _plain(value, arrays):
 def encode(value):
     """bytes of one frame holding `value`; ChannelError if it is not plain data."""
     arrays = []
-    header = json.dumps({"value": _plain(value, arrays),
+    header = _dumps({"value": _plain(value, arrays),
                          "sizes": [a.nbytes for a in arrays]}).encode() + b"\n"
     return header + b"".join(a.tobytes() for a in arrays)
 
@@ -153,4 +157,4 @@ def send(fd, frame):
     """Send an encoded frame on file descriptor `fd`."""
     frame = memoryview(frame)
     while frame:
-        frame = frame[os.write(fd, frame):]
+        frame = frame[_write(fd, frame):]

@@ -138,7 +138,8 @@ def statements(cells):
     return found, sources
 
 
-GRADER = ("kernels.checks", "kernels.grading")  # the grader's own modules
+# The grader's own modules, and the simulator's launch underneath the grader's record
+GRADER = ("kernels.checks", "kernels.grading", "kernels.simulator")
 # What an answer never needs and a forgery does: the interpreter's frames, objects,
 # hooks and module table, raw memory, and imports by computed name.
 INTROSPECTION = {"_current_frames", "_getframe", "f_locals", "f_globals", "f_back",
@@ -173,12 +174,27 @@ def _dotted(node):
     return None
 
 
+def _nodes(node, depth=0):
+    """Every node of `node`, and of the Python source that a string constant in it holds
+    (a module the notebook execs from a string), to a few levels."""
+    for n in ast.walk(node):
+        yield n
+        if depth < 3 and isinstance(n, ast.Constant) and isinstance(n.value, str) and \
+                "\n" in n.value:
+            try:
+                inner = ast.parse(n.value)
+            except (SyntaxError, ValueError, RecursionError, MemoryError):
+                continue
+            yield from _nodes(inner, depth + 1)
+
+
 def reach(kept):
     """(grader modules, introspection names, simulator flags) that the kept statements
-    name, functions' bodies included: what an answer's code reaches beyond its exercise."""
+    name, functions' bodies and the sources held in their strings included: what an
+    answer's code reaches beyond its exercise."""
     grader, introspection, flags = set(), set(), set()
     for s in kept:
-        for n in ast.walk(s.node):
+        for n in _nodes(s.node):
             modules = []
             if isinstance(n, ast.Import):
                 modules = [a.name for a in n.names]
