@@ -13,6 +13,7 @@ correct mean_variance (1 point).
 import textwrap
 
 from hostile import SAXPY
+from cheats_copies import COPY_TRICKS
 from planted import module_cell, notebook, solution_source
 
 KERNEL_CHEAT = '''\
@@ -429,4 +430,8 @@ CASES = {"crashes-the-shared-certifier": (_crashes_the_shared_certifier(), 1,
                             "reduction"), 1, "reduction-ex-argmax")
             for name, source in {**HOST_KERNEL_BODIES,
                                  "stops-every-compile-where-it-runs": BREAKS_THE_COMPILER
-                                 }.items()}}
+                                 }.items()},
+         **{name: (notebook([module_cell("reduction", solution_source("reduction"),
+                                         ["reduction-ex-mean-variance"]), source],
+                            "reduction"), 1, "reduction-ex-argmax")
+            for name, source in COPY_TRICKS.items()}}
