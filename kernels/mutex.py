@@ -370,8 +370,9 @@ def dot_atomic(a, b, *, blocks=None, threads=THREADS, into=None):
 
 
 def dot_last_block(a, b, *, blocks=None, threads=THREADS, into=None):
-    """Queue a . b in one launch (no reset launch): the last block writes the total;
-    return a DeviceTotal."""
+    """Queue a . b: the last block writes the total, so with `into` it is one launch
+    (the total needs no zeroing first); without it, a new DeviceTotal is zeroed by one
+    launch before. Return a DeviceTotal."""
     blocks, threads = _dot_args(a, b, blocks, threads)
     total = _into(into, np.float32) if into is not None else DeviceTotal(np.float32).reset()
     sums = scratch.buffer("dot total", np.zeros(1, np.float32))
