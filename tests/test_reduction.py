@@ -240,30 +240,6 @@ def test_the_compiler_unrolls_the_simple_loop_as_far_as_the_hand_unrolled_one():
         assert found[(*cc, "sum_shared_tree_kernel")] == found[(*cc, "sum_unrolled_kernel")] == 4
 
 
-@pytest.mark.gpu
-def test_the_machine_code_for_this_gpu_keeps_the_four_loads(tmp_path):
-    """reduction.md: "the machine code linked from it for the H100 does the same": the
-    most global loads (LDG) in one basic block of each kernel's SASS, linked for this
-    GPU, as in the PTX test above."""
-    import shutil
-    import subprocess
-
-    tool = shutil.which("cuobjdump")
-    if tool is None:
-        pytest.skip("needs cuobjdump (CUDA's binary tools) to read the machine code")
-    signature = "void(int32[::1], int64[::1])"
-    found = {}
-    for name in ("sum_shared_tree_kernel", "sum_unrolled_kernel"):
-        cubin = tmp_path / f"{name}.cubin"
-        made = getattr(r, name).compile(signature).library.get_cubin()
-        cubin.write_bytes(bytes(getattr(made, "code", made)))  # cuda.core's ObjectCode
-        sass = subprocess.run([tool, "-sass", str(cubin)], capture_output=True, text=True,
-                              check=True).stdout
-        blocks = re.split(r"^\s*\.L_x_\d+:", sass, flags=re.M)
-        found[name] = max(len(re.findall(r"\bLDG\.", b)) for b in blocks)
-    assert found["sum_shared_tree_kernel"] == found["sum_unrolled_kernel"] == 4, found
-
-
 def test_solutions_compile_to_ptx():
     code = ("import sys; from numba import cuda; from kernels.solutions import reduction as s\n"
             f"for name, sig in {SOLUTION_SIGNATURES!r}.items():\n"
