@@ -143,6 +143,20 @@ def server(built_book):
     httpd.server_close()
 
 
+def _settled_scrolling(browser, seconds=5.0):
+    """SCROLLING_JS once the page's ResizeObserver has drawn its cues: on a loaded
+    machine that can take longer than the fixed wait after a resize; a box that stays
+    without a cue for `seconds` is a defect."""
+    import time
+
+    end = time.monotonic() + seconds
+    found = browser.evaluate(SCROLLING_JS)
+    while any(not b["cued"] for b in found) and time.monotonic() < end:
+        browser.wait(0.5)
+        found = browser.evaluate(SCROLLING_JS)
+    return found
+
+
 @pytest.fixture(scope="module")
 def site(server, tmp_path_factory):
     """Every toc page visited once in Chromium: {page: facts}, plus "/" (the front door)."""
@@ -169,7 +183,7 @@ def site(server, tmp_path_factory):
                 facts[name]["fit"][width] = browser.evaluate(PAGE_FIT_JS)
                 facts[name]["pager"][width] = browser.evaluate(PAGER_JS)
                 facts[name]["searches"][width] = browser.evaluate(SEARCHES_JS)
-                facts[name]["scrolling"][width] = browser.evaluate(SCROLLING_JS)
+                facts[name]["scrolling"][width] = _settled_scrolling(browser)
                 facts[name]["contents"][width] = browser.evaluate(CONTENTS_CODE_JS)
             browser.resize(WIDTHS[0])
             if facts[name]["solutions"] and "opened" not in facts:
