@@ -21,8 +21,9 @@ kernel_only), so nothing one of them does at load can reach another.
 
 On the simulator the same program also certifies kernels for the judge, with Numba
 targeting a GPU: a kernel exercise's kernel, loaded as above, or a kernel a host
-function launched, made again from its description alone in a process that loads
-nothing of the notebook (`copies` in its job; kernels.grading.copies).
+function launched, made again from its description alone in a process where no code
+of the student's ran (that one, or one that loads nothing of the notebook: `copies` in
+its job; kernels.grading.copies).
 
 Nothing here knows a case's expected value, its tolerance, the list of cases, the
 grading run's secret, which exercise's label it answers or how the judge reports:

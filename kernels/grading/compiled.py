@@ -7,12 +7,13 @@ function's kernels are known only once it runs. So its answer process describes 
 kernel of the student's that it launches, with the signature of the types it was launched
 with (kernels.checks.launches.signature; kernels.grading.copies.describe), in each reply;
 and after the checker passes, the judge has each one made again from its description and
-compiled with each signature, as a GPU does at the launch, in a certifying process into
-which nothing of the notebook was ever loaded (kernels.grading.copies.rebuild). So no
-code of the student's runs where the kernel is compiled. A kernel that does not compile
-fails the exercise; one the grader could not compile (a value it cannot copy, an
-argument type it cannot name, a certifying process that failed) leaves the exercise
-not graded automatically, for the instructor: the grader fails closed.
+compiled with each signature, as a GPU does at the launch, in a certifying process where
+no code of the student's ever ran (kernels.grading.copies.rebuild): the one that loaded
+only the kernel exercises' definitions, or one that loads nothing of the notebook. A
+kernel that does not compile fails the exercise; one the grader could not compile (a
+value it cannot copy, an argument type it cannot name, a certifying process that
+failed) leaves the exercise not graded automatically, for the instructor: the grader
+fails closed.
 """
 
 import hashlib
@@ -62,8 +63,8 @@ def certify(exercise, answer, certifier):
     the grader could not tell (the exercise is then not graded automatically), or
     ("", ""). Each kernel it launched (answer.kernels: (qualified name, signature,
     digest) -> description) is made again from its description and compiled with each
-    signature it was launched with, in the process `certifier()` returns (one that
-    loaded nothing of the notebook: kernels.grading.copies)."""
+    signature it was launched with, in the process `certifier()` returns (one where no
+    code of the student's ran: kernels.grading.copies)."""
     name = exercise.names[0]
 
     def not_graded(why):

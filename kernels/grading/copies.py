@@ -4,10 +4,11 @@ compile it for a GPU.
 On the simulator a host function's kernels are known only once it runs, in its answer
 process, where the student's code ran and may have replaced any part of Numba. So that
 process does not compile them: it describes each kernel it launched (describe), and the
-judge has a certifying process, into which nothing of the notebook is ever loaded, make
-the kernel again from that description alone (rebuild) and compile it, as a GPU does at
-the launch (kernels.grading.compiled). Nothing the notebook did can change how Numba
-compiles there.
+judge has a certifying process where no code of the student's ever ran (one that loaded
+only kernels' definitions, or nothing of the notebook) make the kernel again from that
+description alone (rebuild) and compile it, as a GPU does at the launch
+(kernels.grading.compiled). Nothing the notebook did can change how Numba compiles
+there.
 
 A description is plain data for the channel (kernels.grading.channel): the function's
 code object, marshalled (it is compiled, never run), and each global name its code

@@ -266,9 +266,9 @@ def check(exercise, answer, found=None, certifier=None, compiler=None):
     """(passed, report, flag) of `exercise` for the student's `answer`, whose notebook
     has the statements `found` (read here, never run); a kernel is first compiled for a
     GPU by `certifier` (an Answer whose process targets a GPU). With `compiler` (a
-    function that returns a certifying Answer into which nothing of the notebook was
-    loaded: kernels.grading.compiled), a host function that passes has every kernel it
-    launched compiled there."""
+    function that returns a certifying Answer where no code of the student's ran:
+    kernels.grading.compiled), a host function that passes has every kernel it launched
+    compiled there."""
     from kernels import checks
 
     name = exercise.names[0]
@@ -356,10 +356,10 @@ def main():
     exercises = [registry.EXERCISES[label] for label in job["labels"]]
     # The kernels whose definitions run no code of the student's share one process: the
     # others get a fresh one each, started one ahead. On the simulator, one process
-    # compiles those kernels for a GPU, and one into which nothing of the notebook is
-    # loaded compiles the kernels that host functions launched, each made again there
-    # from its description (kernels.grading.compiled): no code of the student's runs
-    # where a kernel is compiled.
+    # compiles those kernels for a GPU, and also the kernels that host functions
+    # launched, each made again there from its description (kernels.grading.compiled);
+    # without kernel exercises, one into which nothing of the notebook is loaded does:
+    # no code of the student's runs where a kernel is compiled.
     shareable = [ex for ex in exercises
                  if ex.kernel and not kernel_definition(found, ex.names)
                  and not inspect_answer(found, ex.names)[0]]
@@ -373,8 +373,10 @@ def main():
     started = {}
     copier = []
 
-    def certifier_of_copies():  # started once, at the first host function that passes
-        if not copier:
+    def certifier_of_copies():  # no code of the student's ever runs in either
+        if certifier is not None:  # it loaded only kernels' definitions: no extra start
+            return certifier
+        if not copier:  # else one that loads nothing, at the first host function's pass
             copier.append(processes(own[0].names, False, gpu_target=True, copies=True))
         return copier[0]
 
