@@ -91,6 +91,8 @@ for _module_name, _values in _VALUES.items():
 _PLAIN = (type(None), bool, int, float, str)
 _SCALARS = frozenset(t for t in set(np.sctypeDict.values()) if np.dtype(t).kind in "biuf")
 _FUNCTION, _MODULE, _ENUM_TYPE = types.FunctionType, types.ModuleType, type(enum.IntEnum)
+# The simulator's kernel type, where the simulator is loaded (the answer process)
+_FAKE_KERNEL = getattr(sys.modules.get("numba.cuda.simulator.kernel"), "FakeCUDAKernel", None)
 _PACKAGES = tuple(os.path.dirname(_STARTING[n].__file__) + os.sep
                   for n in ("numba", "numpy")) + (
     os.path.dirname(importlib.import_module("kernels").__file__) + os.sep,)
@@ -127,8 +129,7 @@ def library(function):
 def _parts(kernel):
     """(function, whether a device function) of the simulator's kernel object, read
     from its instance dict; (None, False) for anything else."""
-    kind = type(kernel)
-    if kind.__name__ != "FakeCUDAKernel" or kind.__module__ != "numba.cuda.simulator.kernel":
+    if _FAKE_KERNEL is None or type(kernel) is not _FAKE_KERNEL:
         return None, False
     fields = object.__getattribute__(kernel, "__dict__")
     if fields.get("extensions"):
