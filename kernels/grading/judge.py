@@ -214,7 +214,8 @@ def starter(job):
         request_read, request_write = os.pipe()
         reply_read, reply_write = os.pipe()
         task.update(names=job["names"], kernel_only=job["kernel_only"],
-                    copies=bool(job.get("copies")), certify=bool(job.get("gpu_target")), check_seconds=job["check_seconds"],
+                    copies=bool(job.get("copies")), certify=bool(job.get("gpu_target")),
+                    check_seconds=job["check_seconds"],
                     requests=request_read, replies=reply_write)
         env = runner.environment(task["scratch"])
         if job.get("gpu_target"):  # Numba compiles for a GPU there (none need be present)
