@@ -85,6 +85,54 @@ def test_a_host_loop_of_launches_fails_the_one_cooperative_launch():
 
 
 @cuda.jit
+def jacobi_kernel(u, out, scratch, deltas, tol, sweeps_done, stopped):
+    """One cooperative launch; `sweeps_done` counts the sweeps, `stopped` is a 0/1 flag
+    (1: it converged before max_steps)."""
+    grid = cuda.cg.this_grid()
+    start, stride = cuda.grid(1), cuda.gridsize(1)
+    src, sweeps = u, 0
+    for step in range(deltas.size):
+        dst = out if step % 2 == 0 else scratch
+        change = 0.0
+        for i in range(start, u.size, stride):
+            value = src[i] if i == 0 or i == u.size - 1 else (src[i - 1] + src[i + 1]) * 0.5
+            change = max(change, abs(value - src[i]))
+            dst[i] = value
+        cuda.atomic.max(deltas, step, change)
+        grid.sync()
+        src, sweeps = dst, sweeps + 1
+        if deltas[step] < tol:
+            if start == 0:
+                stopped[0] = 1
+            break
+    if start == 0:
+        sweeps_done[0] = sweeps
+    if sweeps % 2 == 0:
+        for i in range(start, u.size, stride):
+            out[i] = scratch[i]
+
+
+def jacobi_counting_in(count_dtype):
+    def jacobi(u, tol, max_steps):
+        out, scratch = cuda.device_array_like(u), cuda.device_array_like(u)
+        sweeps = cuda.to_device(np.zeros(1, count_dtype))
+        jacobi_kernel[1, 256](cuda.to_device(u), out, scratch,
+                              cuda.to_device(np.zeros(max_steps)), tol, sweeps,
+                              cuda.to_device(np.zeros(1, np.int8)))
+        return out.copy_to_host(), int(sweeps.copy_to_host()[0])
+    return jacobi
+
+
+def test_a_count_kept_in_16_bits_fails_and_a_narrow_flag_does_not():
+    """The sweeps counted in int16 are right up to 32,767 sweeps, more than the
+    simulator's cases run; the trace finds the count in 16 bits. The int8 flag beside
+    it (0 or 1) is no count."""
+    assert "keeps a count in sweeps_done, an array of int16: it holds at most 32,767" in (
+        _failed(checks.jacobi_until_converged(jacobi_counting_in(np.int16))))
+    assert checks.jacobi_until_converged(jacobi_counting_in(np.int32)).passed
+
+
+@cuda.jit
 def add_kernel(a, b, out):
     for i in range(cuda.grid(1), out.size, cuda.gridsize(1)):
         out[i] = a[i] + b[i]

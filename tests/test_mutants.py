@@ -2,7 +2,7 @@
 
 `make mutants` grades every mutant through the real grader on the simulator and keeps
 the verdicts in tests/mutation_results.json; here each recorded verdict is a test (a
-mutant that survives fails, or is a strict xfail in SURVIVORS with why), the results
+mutant that survives fails; on a GPU's record, a strict xfail in GPU_SURVIVORS with why), the results
 file and the instructors page's table must match the mutants the generator makes now,
 and one round of mutants is graded again, so that a checker changed since the last
 `make mutants` shows. The operators themselves are tested on small sources.
@@ -19,14 +19,6 @@ import mutant_set
 import mutants
 import mutation_runs
 from kernels.checks import registry
-
-# mutant name -> why it gets the points today (a defect of the checker, to be fixed)
-SIXTEEN_BITS = ("an index or count kept in 16 bits: wrong only from 32,768 (65,536 packed), "
-                "beyond the simulator's cases (issue 32 h)")
-SURVIVORS = {
-    "cooperative-ex-converge:int16@jacobi_until_converged": SIXTEEN_BITS + " (32,768 sweeps: "
-    "a GPU grading runs 33,000; the simulator's grid syncs cannot afford them)",
-}
 
 # On the lent H100 (tests/mutation_results_gpu.json: every mutant graded there with
 # NUMBA_ENABLE_CUDASIM=0), the mutants that get the points, and why
@@ -153,7 +145,7 @@ def test_every_mutant_is_python_and_differs_from_the_solution(generated):
         assert m.source != mutant_set.solution(mutant_set.planted.topic(m.label)), m.name
     names = {m.name for m in generated}
     assert len(names) == len(generated)
-    assert set(mutant_set.EQUIVALENT) <= names and set(SURVIVORS) <= names
+    assert set(mutant_set.EQUIVALENT) <= names and set(GPU_SURVIVORS) <= names
 
 
 def test_the_results_file_is_of_these_mutants(generated):
@@ -166,9 +158,7 @@ def test_the_instructors_page_shows_the_results():
     assert mutation_runs.page_table() == mutation_runs.table(RECORDED), "run `make mutants`"
 
 
-@pytest.mark.parametrize("name", [
-    pytest.param(name, marks=pytest.mark.xfail(strict=True, reason=SURVIVORS[name]))
-    if name in SURVIVORS else name for name in RECORDED["mutants"]])
+@pytest.mark.parametrize("name", RECORDED["mutants"])
 def test_no_mutant_survives(name):
     """Recorded by `make mutants`: killed, or equivalent and given the points."""
     record = RECORDED["mutants"][name]

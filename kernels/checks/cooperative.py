@@ -175,7 +175,8 @@ def jacobi_until_converged(fn):
         if n not in sizes:  # more points than one cooperative grid has threads: 2 sweeps
             settings = ((1e-12, 2),)
         elif n == 17 and not SIMULATOR:  # more sweeps than 16 bits count (tol 0: all of
-            settings += ((0.0, 33_000),)  # them); the simulator's grid syncs cannot afford it
+            settings += ((0.0, 33_000),)  # them); on the simulator, whose grid syncs cannot
+            # afford them, the race case's trace looks for counts kept in 16 bits instead
         for tol, max_steps in settings:
             v, sweeps = _jacobi_until_converged_reference(u, tol, max_steps)
             how = "converges" if sweeps < max_steps else "stops at max_steps"
@@ -195,4 +196,4 @@ def jacobi_until_converged(fn):
     u = np.sin(np.linspace(0, 3 * np.pi, 600)) + rng.uniform(-0.1, 0.1, 600)
     return run_cases("jacobi_until_converged", cases, run, race=races.host(
         fn, (u, 1e-12, 2), "n=600, 2 sweeps, up to 3 blocks",
-        needs=("one_cooperative_launch",)))
+        needs=("one_cooperative_launch", "wide_counts")))

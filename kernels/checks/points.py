@@ -7,6 +7,8 @@ needs in its race case (kernels.checks.races: `needs=`), which runs them on the 
 it made, after the races.
 """
 
+import numpy as np
+
 from kernels.trace.model import HOST
 
 __all__ = []  # used by the checkers, not called by readers
@@ -63,5 +65,21 @@ def on_the_given_stream(t):
     return ""
 
 
+def wide_counts(t):
+    """The counts the kernels write are kept in 32 bits or more. One kept in 8 or 16 bits
+    is right at the sizes a trace can run and wraps past 127 or 32,767, a count a GPU
+    case reaches (so a flag, only ever 0 or 1, may stay narrow)."""
+    for launch in t.launches:
+        for name, info in launch.arrays.items():
+            largest = info.get("largest", 0)
+            if largest > 1 and launch.of(name, ("write", "atomic")):
+                dtype = info["dtype"]
+                return (f"{launch.kernel} keeps a count in {name}, an array of {dtype}: it "
+                        f"holds at most {np.iinfo(dtype).max:,}, and the exercise's counts go "
+                        "further on larger inputs (a count reached "
+                        f"{largest:,} here); keep counts in int32 or int64")
+    return ""
+
+
 POINTS = {f.__name__: f for f in (shared_tile, shared_counters, one_cooperative_launch,
-                                  on_the_given_stream)}
+                                  on_the_given_stream, wide_counts)}

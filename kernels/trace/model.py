@@ -72,7 +72,9 @@ class Launch:
     grid: tuple
     block: tuple
     stream: int
-    arrays: dict  # name -> {"space", "shape", "dtype"; global: "same_as", "allocation"}
+    # name -> {"space", "shape", "dtype"; global: "same_as", "allocation"; global integers
+    # of fewer than 32 bits: "largest", their largest value after the launch}
+    arrays: dict
     accesses: list = dataclasses.field(default_factory=list)
     lock_events: list = dataclasses.field(default_factory=list)  # (seq, Access, "take"/"release")
     clock: dict = dataclasses.field(default_factory=dict)  # stream clock when it ran

@@ -270,6 +270,7 @@ class Recorder:
                              "tracer cannot run it")
         names = list(fn.__code__.co_varnames[:fn.__code__.co_argcount])
         wrapped, arrays, reads, writes = [], {}, [], []
+        narrow = []  # integer arrays of fewer than 32 bits: their largest value is kept
         self._regions = ([], [])
         for name, arg in zip(names, args):
             if isinstance(arg, np.ndarray) and arg.ndim > 0:
@@ -286,6 +287,8 @@ class Recorder:
                 arrays[name] = {"space": "global", "shape": ary.shape, "dtype": ary.dtype,
                                 "same_as": same.name if same else None,
                                 "allocation": region.root}
+                if ary.dtype.kind in "iu" and ary.dtype.itemsize < 4 and ary.size:
+                    narrow.append((name, ary))
                 if same is None:
                     self._add_region(region)
             wrapped.append(arg)
@@ -304,6 +307,8 @@ class Recorder:
                 raise TraceError(f"{fn.__name__} uses something the simulator lacks "
                                  f"({err}); it needs a real GPU") from None
             raise
+        for name, ary in narrow:  # a count there overflows past sizes a trace can run
+            arrays[name]["largest"] = int(ary.max())
         for a in self._launch.accesses:
             if a.space == "global":
                 (writes if a.kind != "read" else reads).append((a.address, a.address + a.itemsize))
