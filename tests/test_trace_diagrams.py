@@ -10,7 +10,9 @@ from numba import cuda
 import kernels
 import planted
 from kernels import trace
-from kernels.trace import analyses, diagrams
+from kernels.trace import diagrams
+from kernels.trace import hazards
+from kernels.trace.model import index_text
 
 pytestmark = pytest.mark.skipif(not kernels.SIMULATOR, reason="traces on the simulator")
 CELL = re.compile(r"\[[RWA]+\]")  # a racing access's cell
@@ -23,7 +25,7 @@ def assert_drawn(picture, t, race):
     headed by the element's last index."""
     lines = picture.splitlines()
     assert max(map(len, lines)) <= diagrams.WIDTH, picture
-    assert lines[0].startswith(f"{race.array}[{analyses._index(race.index)}]: "), picture
+    assert lines[0].startswith(f"{race.array}[{index_text(race.index)}]: "), picture
     launch = t.launches[race.launch]
     names = [diagrams._who(a, launch) for a in (race.first, race.second)]
     starts = [next(i for i, line in enumerate(lines) if line.startswith(name))
@@ -110,7 +112,7 @@ def test_a_planted_race_is_drawn_after_its_explanation(planted_races, label):
     report, drawn = planted_races[label]
     assert len(drawn) == 1, label  # one picture: the first race the explanation names
     t, race, picture = drawn[0]
-    if isinstance(race, analyses.StreamRace):
+    if isinstance(race, hazards.StreamRace):
         assert_streams_drawn(picture, race)
     else:
         assert_drawn(picture, t, race)

@@ -9,7 +9,8 @@ from matplotlib.patches import PathPatch
 
 import kernels
 from kernels import atomics, gridstride, plots, reduction, trace
-from kernels.trace import analyses, figures, pictures
+from kernels.trace import figures, pictures
+from kernels.trace import hazards
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
@@ -102,7 +103,7 @@ def test_racing_pairs_one_per_pair_of_threads():
     pairs = pictures.racing_pairs(accesses)
     threads = {(a.block, a.thread) for a in accesses}
     assert len(pairs) == len(threads) * (len(threads) - 1) // 2
-    assert all(a.seq < b.seq and analyses.conflict(a, b) for a, b in pairs)
+    assert all(a.seq < b.seq and hazards.conflict(a, b) for a, b in pairs)
     atomic = trace.run(atomics.increment_atomic, np.zeros(1, np.int64))
     assert pictures.racing_pairs(atomic.launch().of("counts")) == []
 

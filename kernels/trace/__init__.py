@@ -6,7 +6,8 @@ patched to record every access to global and shared arrays: block, thread, array
 index, read / write / atomic, and the order. ``trace.launch(kernel, (blocks,
 threads), *args)`` does the same for one ``@cuda.jit`` kernel. Both return a
 `Trace`; the analyses (coverage, 32-byte sectors per warp access, shared-memory bank
-conflicts, races) and the pictures take it (figures: kernels.trace.pictures; races in
+conflicts: kernels.trace.analyses; races and lock order: kernels.trace.hazards) and
+the pictures take it (figures: kernels.trace.pictures; races in
 plain text, for reports: kernels.trace.diagrams).
 
 A trace is the kernel's *access pattern* at a tiny launch: which thread touches
@@ -26,8 +27,8 @@ was defined in a notebook.
 import types
 
 from kernels import SIMULATOR
-from kernels.trace.analyses import (bank_conflicts, barriers, coverage,  # noqa
-                                    lock_order, races, sectors, stream_races)
+from kernels.trace.analyses import bank_conflicts, coverage, sectors  # noqa
+from kernels.trace.hazards import barriers, lock_order, races, stream_races  # noqa
 from kernels.trace import remote
 from kernels.trace.model import NothingLaunched, Trace, TraceError, TraceTooLarge
 

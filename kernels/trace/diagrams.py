@@ -16,8 +16,8 @@ import collections
 import math
 import textwrap
 
-from kernels.trace import analyses
-from kernels.trace.model import HOST
+from kernels.trace import hazards
+from kernels.trace.model import HOST, index_text
 
 WIDTH = 72  # a checker's report indents a detail by 8 columns: 80 in all
 MOST_COLUMNS = 11  # elements shown along an array's last axis, at most
@@ -29,7 +29,7 @@ GAP = "  "
 
 def text(trace, race):
     """The picture of `race`, a Race or a StreamRace of `trace`."""
-    if isinstance(race, analyses.StreamRace):
+    if isinstance(race, hazards.StreamRace):
         return stream_race_text(trace, race)
     return race_text(trace, race)
 
@@ -84,7 +84,7 @@ def race_text(trace, race):
             cells = "".join(("…" if j is None else cell(k, (*r, j))).center(width)
                             for j in columns)
             lines.append((label + cells).rstrip())
-    element = f"{race.array}[{analyses._index(race.index)}]"
+    element = f"{race.array}[{index_text(race.index)}]"
     lines += _wrapped(f"[ ] {_what(race.first)} by {names[0]} and {_what(race.second)} "
                       f"by {names[1]}: nothing orders them")
     lines += _wrapped(f"missing: {race.missing}")
@@ -108,7 +108,7 @@ def _dims(index, size):
 
 def _row_name(row, shape):
     """Row (5,) of a 2D array is 5; row (1, 5) of a 3D one is [1, 5]."""
-    return str(row[0]) if len(shape) == 2 else f"[{analyses._index(row)}]"
+    return str(row[0]) if len(shape) == 2 else f"[{index_text(row)}]"
 
 
 def _what(access):
@@ -129,7 +129,7 @@ def _caption(race, launch, columns, rows):
     if len(shown) < shape[-1]:
         parts.append(f"{'columns' if len(shape) > 1 else 'elements'} "
                      f"{shown[0]}-{shown[-1]}")
-    return (f"{race.array}[{analyses._index(race.index)}]: {race.array} is {size} in "
+    return (f"{race.array}[{index_text(race.index)}]: {race.array} is {size} in "
             f"{where}" + (f"; {', '.join(parts)} shown" if parts else ""))
 
 

@@ -11,7 +11,7 @@ import numpy as np
 from numba import cuda
 
 from kernels import atomics, cooperative, gridstride, matmul, mutex, reduction, streams
-from kernels.trace import analyses, pictures
+from kernels.trace import analyses, hazards, pictures
 from kernels.trace import launch as trace_launch
 from kernels.trace import run as trace_run
 
@@ -129,13 +129,13 @@ def cooperative_rows():
     m[0] = rng.integers(0, 100, 40)
     block_barrier = trace_run(cooperative.rows_syncthreads, m.copy(), blocks=3, threads=16)
     grid_barrier = trace_run(cooperative.rows_grid_sync, m.copy(), blocks=3, threads=16)
-    found = analyses.races(block_barrier)
+    found = hazards.races(block_barrier)
     covs = [analyses.coverage(block_barrier, "m"), analyses.coverage(grid_barrier, "m")]
     return pictures.coverage_figure(covs, [
         f"rows_syncthreads, 3 blocks of 16 threads: {len(found)} elements (red) are read "
         "by a thread of another block with no barrier between",
         f"rows_grid_sync, 3 blocks of 16 threads, all live under the tracer: "
-        f"{len(analyses.races(grid_barrier))} races"],
+        f"{len(hazards.races(grid_barrier))} races"],
         mark=[[r.index for r in found], []],
         mark_label="read by another block, unordered")
 

@@ -1,6 +1,6 @@
 """What kind of race two accesses make, and the fix that fits it, in words.
 
-kernels.trace.analyses finds the races; this module says what is missing between the
+kernels.trace.hazards finds the races; this module says what is missing between the
 two accesses of each, from what the two threads did to the element (and, for a swap,
 to the element it was swapped with), so that the advice names one fix, not a list:
 
@@ -46,7 +46,7 @@ class Fixes:
 
     def why(self, a, b):
         """(in words, in a few words): what is missing between racing accesses a and b,
-        as the end of the sentence "... both touch x[3] ..." (analyses.Race.describe)."""
+        as the end of the sentence "... both touch x[3] ..." (hazards.Race.describe)."""
         if a.locks & b.locks:
             return _lock_fences(a, b)
         if a.locks or b.locks:

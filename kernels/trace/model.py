@@ -58,6 +58,11 @@ class Access:
         return f"block {dim3_text(self.block)} thread {dim3_text(self.thread)}"
 
 
+def index_text(ix):
+    """(3, 4) -> "3, 4": an element's index as it is written between brackets."""
+    return ", ".join(str(i) for i in ix)
+
+
 def dim3_text(dim3):
     """(3, 0, 0) -> "3", (3, 1, 0) -> "(3,1)": as many dimensions as the launch uses."""
     x, y, z = dim3

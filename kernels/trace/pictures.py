@@ -15,7 +15,7 @@ from matplotlib.patches import Patch, PathPatch, Rectangle
 from matplotlib.path import Path
 
 from kernels import plots
-from kernels.trace import analyses
+from kernels.trace import analyses, hazards
 from kernels.trace.model import dim3_text
 
 GREY = (0.9, 0.9, 0.9)
@@ -225,7 +225,7 @@ def _timeline_rows(trace, array, index, kernel, threads):
     accesses = [a for a in launch.of(array) if a.index == index]
     if not accesses:
         raise ValueError(f"no thread of {launch.kernel} touched {array}[{index}]")
-    race = next((r for r in analyses.races(trace, launch.kernel)
+    race = next((r for r in hazards.races(trace, launch.kernel)
                  if r.array == array and r.index == index), None)
     who = []  # the racing pair first, then threads in block and thread order
     by_thread = sorted(accesses, key=lambda a: (a.block[::-1], a.tid))
@@ -246,7 +246,7 @@ def racing_pairs(accesses):
     for i, a in enumerate(ordered):
         for b in ordered[i + 1:]:
             key = frozenset([(a.block, a.thread), (b.block, b.thread)])
-            if key not in pairs and analyses.conflict(a, b, accesses):
+            if key not in pairs and hazards.conflict(a, b, accesses):
                 pairs[key] = (a, b)
     return list(pairs.values())
 
@@ -305,7 +305,7 @@ def locks_figure(trace, guarded, kernel=None):
     """Who held the lock, in the simulator's order: a bar per holder from take to
     release, with its accesses to the `guarded` array inside."""
     launch = trace.launch(kernel)
-    events = analyses.lock_order(trace, launch.kernel)
+    events = hazards.lock_order(trace, launch.kernel)
     if not events:
         raise ValueError(f"{launch.kernel} took no lock (a cas(m, i, 0, v) that found 0)")
     held = []
@@ -329,7 +329,7 @@ def locks_figure(trace, guarded, kernel=None):
     ax.invert_yaxis()
     ax.set_xlabel(f"accesses recorded so far\n(bars: lock held; dots: its reads and writes "
                   f"of {guarded})")
-    found = [r for r in analyses.races(trace, launch.kernel) if r.array == guarded]
+    found = [r for r in hazards.races(trace, launch.kernel) if r.array == guarded]
     verdict = (f"{len(found)} races on {guarded}" if found else
                f"no race on {guarded}: every access is made under the lock")
     plots.panel_title(ax, f"{launch.kernel}: one holder at a time, in the simulator's order "
@@ -363,7 +363,7 @@ def _streams_panel(ax, trace, title):
                                linewidth=0.5))
         ax.text(x_of[op.seq] + 0.45, y, {"copy in": "in", "copy out": "out"}.get(kind, "K"),
                 ha="center", va="center", fontsize=SMALL)
-    found = analyses.stream_races(trace)
+    found = hazards.stream_races(trace)
     for race in found:  # edge to edge, under the boxes: drawn over them, it crossed labels
         rows = [streams.index(race.first.stream), streams.index(race.second.stream)]
         toward = np.sign(rows[1] - rows[0])

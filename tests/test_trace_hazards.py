@@ -1,0 +1,171 @@
+"""kernels.trace.hazards against hand-worked cases and the course's own kernels: races
+between threads and between streams are found, and what orders accesses (barriers,
+atomics, locks with their fences) is honoured."""
+
+import numpy as np
+import pytest
+from numba import cuda
+
+import kernels
+from kernels import atomics, cooperative, mutex, reduction, streams, trace
+
+pytestmark = pytest.mark.skipif(not kernels.SIMULATOR, reason="records on the simulator")
+
+
+def test_the_x0_plus_1_race_is_found_and_the_atomic_is_not():
+    racy = trace.races(trace.run(atomics.increment_racy, np.zeros(1, np.int64)))
+    assert len(racy) == 1 and racy[0].array == "counts" and racy[0].index == (0,)
+    assert "both touch counts[0]" in racy[0].describe()
+    assert trace.races(trace.run(atomics.increment_atomic, np.zeros(1, np.int64))) == []
+
+
+def test_the_tree_without_syncthreads_races_and_the_tree_with_them_does_not(rng):
+    a = rng.integers(-100, 100, 300).astype(np.int32)
+    broken = trace.races(trace.run(reduction.sum_tree_no_syncthreads, a, blocks=1))
+    assert {r.array for r in broken} == {"partials"}
+    # every slot but the last is read by another thread at some level: 255 of them
+    assert len(broken) == 255
+    assert all("with no block barrier (cuda.syncthreads()) between the write and the read"
+               in r.describe()
+               for r in broken)
+    assert trace.races(trace.run(reduction.sum_shared_tree, a, blocks=2)) == []
+
+
+def test_the_streams_shared_buffer_race_is_found_and_the_pipelines_are_not(rng):
+    n = 37
+    a = rng.integers(-1000, 1000, n).astype(np.int32)
+    out = cuda.pinned_array(n, np.int32)  # into pageable memory the host waits for a copy
+    shared = trace.run(streams.vector_add_pipelined_shared_buffers, a, a, out, chunks=3,
+                       threads=32)
+    found = trace.stream_races(shared)
+    assert found and all(r.first.stream != r.second.stream for r in found)
+    assert any(r.first.what == "copy in" and r.second.what.startswith("kernel")
+               for r in found)
+    pipeline = streams.Pipeline(n, np.int32, 3, threads=32)
+    for version in (streams.vector_add_pipelined, streams.vector_add_pipelined_stage_streams):
+        t = trace.run(version, a, a, out, pipeline)
+        assert len(t.operations) == 12  # 3 chunks x (2 copies in, kernel, copy out)
+        assert trace.stream_races(t) == []
+        assert trace.races(t) == []
+
+
+def test_a_lock_orders_the_accesses_it_guards():
+    t = trace.run(mutex.add_one_mutex, 4, 8)
+    assert trace.races(t) == []
+    order = trace.lock_order(t)
+    assert [c for _, c in order] == ["take", "release"] * 4
+    assert sorted(a.block[0] for a, c in order if c == "take") == [0, 1, 2, 3]
+
+
+@cuda.jit
+def add_under_a_lock_without_fences_kernel(total, mutex):
+    if cuda.threadIdx.x == 0:
+        while cuda.atomic.cas(mutex, 0, 0, 1) != 0:
+            pass
+        total[0] += 1.0  # WRONG on purpose: no fence before the release below
+        cuda.atomic.exch(mutex, 0, 0)
+
+
+def test_a_lock_without_fences_orders_nothing():
+    """compare-and-swap and exch are atomics on the lock's word only: without
+    cuda.threadfence() before the release, the next holder may not see the last one's
+    write (a GPU loses updates), and the race says which fence is missing."""
+    found = trace.races(trace.launch(add_under_a_lock_without_fences_kernel, (3, 2),
+                                     np.zeros(1), np.zeros(1, np.int32)))
+    assert found and all(r.first.locks and r.first.locks == r.second.locks for r in found)
+    assert "put cuda.threadfence() before the atomic that releases the lock" in \
+        found[0].describe()
+
+
+def test_blocks_reading_each_others_rows_race_unless_there_is_one_block(rng):
+    m = np.zeros((4, 40), np.int32)
+    m[0] = rng.integers(0, 100, 40)
+    found = trace.races(trace.run(cooperative.rows_syncthreads, m.copy(), blocks=3,
+                                  threads=16))
+    assert found and all(r.first.block != r.second.block for r in found)
+    assert all("from different blocks, with no atomic and no lock" in r.why
+               and "end the launch between the write and the read" in r.why for r in found)
+    assert trace.races(trace.run(cooperative.rows_syncthreads, m.copy(), blocks=1,
+                                 threads=16)) == []
+    assert trace.races(trace.run(cooperative.rows_grid_sync, m.copy(), threads=16)) == []
+
+
+def test_the_mutex_chapters_tid_plus_one_exhibit_races_in_shared_memory(rng):
+    x = rng.random(300, dtype=np.float32)
+    found = trace.races(trace.run(mutex.dot_mutex_tid_plus_one, x, x, blocks=2, threads=64))
+    assert found and {r.array for r in found} == {"s_block"}
+    assert trace.races(trace.run(mutex.dot_mutex, x, x, blocks=2, threads=64)) == []
+
+
+@cuda.jit
+def fence_only_after_taking_the_lock_kernel(total, mutex):
+    if cuda.threadIdx.x == 0:
+        while cuda.atomic.cas(mutex, 0, 0, 1) != 0:
+            pass
+        cuda.threadfence()  # the taking side's fence...
+        total[0] += 1.0
+        cuda.atomic.exch(mutex, 0, 0)  # WRONG on purpose: ...but none before the release
+
+
+def test_a_fence_before_the_writes_does_not_release_them():
+    found = trace.races(trace.launch(fence_only_after_taking_the_lock_kernel, (3, 2),
+                                     np.zeros(1), np.zeros(1, np.int32)))
+    assert found and "before the atomic that releases the lock" in found[0].describe()
+
+
+# Three ways to take a lock, each with the fence before its release, and with the fence
+# after taking it only when `acquire` is set.
+@cuda.jit
+def cas_lock_kernel(total, mutex, acquire):
+    if cuda.threadIdx.x == 0:
+        while cuda.atomic.cas(mutex, 0, 0, 1) != 0:
+            pass
+        if acquire:
+            cuda.threadfence()
+        total[0] += 1.0
+        cuda.threadfence()
+        cuda.atomic.exch(mutex, 0, 0)
+
+
+@cuda.jit
+def cas_loop_lock_kernel(total, mutex, acquire):
+    # the critical section inside the loop iteration whose compare-and-swap succeeded
+    if cuda.threadIdx.x == 0:
+        done = False
+        while not done:
+            if cuda.atomic.cas(mutex, 0, 0, 1) == 0:
+                if acquire:
+                    cuda.threadfence()
+                total[0] += 1.0
+                cuda.threadfence()
+                cuda.atomic.exch(mutex, 0, 0)
+                done = True
+
+
+@cuda.jit
+def exch_lock_kernel(total, mutex, acquire):
+    if cuda.threadIdx.x == 0:
+        while cuda.atomic.exch(mutex, 0, 1) != 0:  # test-and-set
+            pass
+        if acquire:
+            cuda.threadfence()
+        total[0] += 1.0
+        cuda.threadfence()
+        cuda.atomic.exch(mutex, 0, 0)
+
+
+@pytest.mark.parametrize("kernel", [cas_lock_kernel, cas_loop_lock_kernel, exch_lock_kernel])
+def test_a_lock_orders_its_data_only_with_a_fence_after_taking_it(kernel):
+    """The releasing side's fence is not enough: without cuda.threadfence() after the
+    atomic that takes the lock, a GPU may read the guarded data before the lock is the
+    thread's, or from a stale copy; the race names the fence after taking the lock."""
+    def traced(acquire):
+        total = np.zeros(1)
+        found = trace.races(trace.launch(kernel, (4, 2), total, np.zeros(1, np.int32),
+                                         acquire))
+        assert total[0] == 4
+        return found
+    assert traced(1) == []
+    found = traced(0)
+    assert found and {r.array for r in found} == {"total"}
+    assert "a fence after taking the lock" in found[0].describe()
