@@ -273,7 +273,7 @@ def runnable(kernel, key, description):
         return kernel
     fields = object.__getattribute__(kernel, "__dict__")
     made = type(kernel)(function, False)
-    for name in ("grid_dim", "block_dim", "stream", "dynshared_size"):
+    for name in ("grid_dim", "block_dim", "stream", "dynshared_size", "_signatures"):
         setattr(made, name, fields.get(name))
     return made
 
