@@ -15,7 +15,7 @@ import numpy as np
 from numba.cuda.simulator import kernel as sim
 from numba.cuda.simulator.cudadrv import devicearray
 
-from kernels import simulator
+from kernels import simulator, simulator_types
 from kernels.trace.model import TraceError
 
 GRID_WAIT_S = 60.0  # a grid barrier some threads never reach: said, not hung
@@ -80,7 +80,7 @@ def run_all_blocks(dispatcher, args, on_grid_sync):
     with sim._push_kernel_context(module), sim.swapped_cuda_module(dispatcher.fn, module):
         managers = [sim.BlockManager(dispatcher.fn, grid_dim, block_dim, False)
                     for _ in blocks]
-        fn = simulator.numba_typed(dispatcher.fn)
+        fn = simulator_types.numba_typed(dispatcher.fn)
         by_block = {}
         for point, manager in zip(blocks, managers):
             by_block[point] = [
