@@ -149,12 +149,50 @@ def test_matmul_one_block_per_sm_pays_at_the_small_size_only():
                                _mm("matmul_clamped_edges", n)) == "as fast", n
 
 
-def test_matmul_best_small_size_is_a_split_version():
-    """matmul.md: "and at *n* = 1000, thanks to split-k, ...% (in the same run as
-    cuBLAS)"."""
+def test_matmul_best_small_size_is_narrow_tiles_unsplit():
+    """matmul.md: "and at *n* = 1000, with narrow tiles and no split, ...% (in the same
+    run as cuBLAS)"."""
     small = _ladder().entry["params"]["sizes"][0]
     best = max(_ladder().rows(kind="kernel", n=small), key=lambda r: r["tflops"])
-    assert best.get("splits", 1) > 1
+    assert best["name"] == "matmul_narrow_tiles" and best["splits"] == 1
+
+
+def test_matmul_narrow_tiles_fill_the_sms_where_the_steps_before_split():
+    """matmul.md: "At *n* = 1000 the 128 × 128 tiles are 64, for the H100's 132 SMs:
+    the steps above split each tile's sum over *k* in two ... 64 × 128 tiles ... make
+    128 blocks at *n* = 1000, one per SM, and no split"."""
+    from kernels import matmul_narrow as mn
+    ladder = _ladder()
+    small, sms = ladder.entry["params"]["sizes"][0], ladder.env["device"]["sm_count"]
+    assert small == 1000 and ladder.env["device"]["name"].startswith("NVIDIA H100")
+    assert sms == 132 and mn.few_tiles(small, small, sms)
+    assert (small + 127) // 128 == 8 and (small + mn.NBM - 1) // mn.NBM == 16
+    for name in ("matmul_one_block_per_sm", "matmul_flat_offsets",
+                 "matmul_pipelined_fragments"):
+        assert _mm(name, small)["splits"] == 2, name
+    assert _mm("matmul_narrow_tiles", small)["splits"] == 1
+
+
+def test_matmul_narrow_tiles_pay_at_the_small_size_only():
+    """matmul.md: narrow tiles, "*Measured:* × ... at *n* = 1000 ... at 2048 and 4096 it
+    is the kernel of the step before" (the rows name the kernels that ran)."""
+    sizes = _ladder().entry["params"]["sizes"]
+    assert compare.verdict(_mm("matmul_narrow_tiles", sizes[0]),
+                           _mm("matmul_pipelined_fragments", sizes[0])) == "faster"
+    assert "matmul_narrow_tiles_kernel" in " ".join(_mm("matmul_narrow_tiles",
+                                                        sizes[0])["kernels"])
+    for n in sizes[1:]:
+        narrow, before = _mm("matmul_narrow_tiles", n), _mm("matmul_pipelined_fragments", n)
+        assert compare.verdict(narrow, before) == "as fast", n
+        assert narrow["kernels"] == before["kernels"], n
+
+
+def test_matmul_cublas_kernel_at_the_small_size_is_named_for_64_by_128_tiles():
+    """matmul.md: "...% of cuBLAS there, whose kernel at this size is named for 64 × 128
+    tiles too"."""
+    small = _ladder().entry["params"]["sizes"][0]
+    for name in ("cupy.matmul (cuBLAS)", "torch.matmul (cuBLAS)"):
+        assert all("tilesize64x128x" in k for k in _mm(name, small)["kernels"]), name
 
 
 def test_matmul_unsplit_versions_have_cublass_error_split_ones_less():

@@ -12,7 +12,8 @@ import numpy as np  # noqa: E402
 from numba import cuda  # noqa: E402
 
 from kernels import (device, float4, hardware, harness, matmul as mm,  # noqa: E402
-                     matmul_fast as mf, matmul_tuned as mt, size)
+                     matmul_fast as mf, matmul_narrow as mn,
+                     matmul_tuned as mt, size)
 from kernels.gridstride import sm_count  # noqa: E402
 from kernels.benchmarks import optional  # noqa: E402
 from kernels.harness import benchmark, row  # noqa: E402
@@ -63,6 +64,13 @@ TUNED_COVERS = (*mt.VERSIONS.values(), mt.offsets, mt.fetch_at, mt.matmul_flat_o
                 mt.default_splits, float4.load_float4_at_simulated,
                 float4.load_float4_at_typed)
 
+# the step of kernels.matmul_narrow, after those of matmul_tuned
+NARROW_COVERS = (*mn.VERSIONS.values(), mn.narrow_position, mn.narrow_row, mn.narrow_col,
+                 mn.narrow_offsets, mn.fetch_narrow_until, mn.fetch_narrow_at, mn.stash_narrow,
+                 mn.load_narrow_fragments, mn.narrow_products, mn.narrow_step,
+                 mn.put_narrow_tile, mn.matmul_narrow_tiles_kernel, mn.narrow_splits,
+                 mn.few_tiles, mn.launch_narrow, mn.default_splits)
+
 
 @benchmark(*mm.VERSIONS.values(), mm.matmul_naive_kernel, mm.matmul_tiled_kernel,
            mm.matmul_tiled_bounded_kernel, mm.matmul_thread_tile_1d_kernel,
@@ -70,7 +78,8 @@ TUNED_COVERS = (*mt.VERSIONS.values(), mt.offsets, mt.fetch_at, mt.matmul_flat_o
            mm.matmul_warp_tile_kernel, mm.fetch_tiles, mm.stash_tiles, mm.multiply_tiles,
            *mf.VERSIONS.values(), mf.matmul_unrolled_k_kernel,
            mf.matmul_unchecked_interior_kernel, mf.matmul_split_k_kernel,
-           mf.fetch_tiles_unchecked, mf.fetch_tiles_until, *FAST_COVERS, *TUNED_COVERS)
+           mf.fetch_tiles_unchecked, mf.fetch_tiles_until, *FAST_COVERS, *TUNED_COVERS,
+           *NARROW_COVERS)
 def ladder():
     sizes = size("matmul_ladder")
     cupy = optional("cupy")
@@ -99,7 +108,7 @@ def ladder():
             rows.append(torch_row)
         da, db = cuda.to_device(a), cuda.to_device(b)
         dout = cuda.device_array((n, n), dtype=np.float32)
-        for name, fn in {**mm.VERSIONS, **mf.VERSIONS, **mt.VERSIONS}.items():
+        for name, fn in {**mm.VERSIONS, **mf.VERSIONS, **mt.VERSIONS, **mn.VERSIONS}.items():
             if name == "matmul_tiled" and n % mm.TILE:
                 continue  # refused: it would read past the edges of a and b
             dout[:] = np.nan
@@ -113,6 +122,8 @@ def ladder():
                 fields["splits"] = mf.default_splits(name, n, n, n, sm_count())
             elif name in mt.VERSIONS:
                 fields["splits"] = mt.default_splits(name, n, n, n, sm_count())
+            elif name in mn.VERSIONS:
+                fields["splits"] = mn.default_splits(name, n, n, n, sm_count())
             if cublas_tflops:
                 fields["pct_cublas"] = 100 * fields["tflops"] / cublas_tflops
             rows.append(row(name, "kernel", t, **fields))
