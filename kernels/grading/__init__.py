@@ -13,6 +13,8 @@ The rest:
     submissions  find the notebooks, read them, name them, tell which chapter each is
     package      the private, solution-free copy of `kernels` the sandboxed processes import
     extract      the statements of a notebook that an exercise's names need
+    reach        what those statements reach beyond the exercise (the grader's modules,
+                 introspection, the simulator's flag), read from the code, never run
     confine      what a sandboxed process does first (user, limits, scratch folder)
     sandbox      the bubblewrap command line
     runner       start the worker and the judge for each submission, collect what they say

@@ -12,7 +12,10 @@ or if it changes an object a needed name holds (an assignment into ``table[i]`` 
 ``exec(code, module.__dict__)``); every name a kept statement reads is needed in turn.
 Calls of a needed function (``saxpy_kernel[4, 64](...)``, ``histogram_256(text)``) are
 the notebook's own tries, and are not kept. The kept statements run in notebook order,
-each on its own, so one that fails does not stop the next.
+each on its own, so one that fails does not stop the next. An import of several names
+counts as one import per name (the chapter's `from kernels import checks, streams` runs
+as `from kernels import streams` for an answer that uses streams alone), and a name read
+as `globals()["name"]` is needed as a name read plainly.
 """
 
 import ast
@@ -110,6 +113,42 @@ def _changed(node):
     return found | assigned, assigned
 
 
+def _one_import_each(body):
+    """The statements of `body`, with an import that binds several names split into one
+    import per name (`from kernels import checks, streams` -> two), so that an answer
+    needs, runs and is judged by only the names its code uses: the chapter's import line
+    binds modules that the answer never touches."""
+    for node in body:
+        if isinstance(node, (ast.Import, ast.ImportFrom)) and len(node.names) > 1:
+            for alias in node.names:
+                yield ast.copy_location(
+                    ast.Import(names=[alias]) if isinstance(node, ast.Import) else
+                    ast.ImportFrom(module=node.module, names=[alias], level=node.level),
+                    node)
+        else:
+            yield node
+
+
+def _global_keys(node):
+    """The global names read by name through `globals()["name"]` or
+    `globals().get("name")` (a function whose parameter hides a module of the notebook
+    reaches the module so): a statement so read is needed as a name read plainly is."""
+    found = set()
+    for n in ast.walk(node):
+        if isinstance(n, ast.Subscript):
+            holder, key = n.value, n.slice
+        elif isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and \
+                n.func.attr == "get" and n.args:
+            holder, key = n.func.value, n.args[0]
+        else:
+            continue
+        if isinstance(holder, ast.Call) and isinstance(holder.func, ast.Name) and \
+                holder.func.id == "globals" and isinstance(key, ast.Constant) and \
+                isinstance(key.value, str):
+            found.add(key.value)
+    return found
+
+
 def statements(cells):
     """The top-level statements of a notebook's code cells, as the grader runs them
     (IPython lines dropped, the set-up cell as `import kernels`, cells that do not
@@ -129,8 +168,10 @@ def statements(cells):
             continue
         try:  # a cell Python would not compile (symbol tables find more than the parser)
             tree = ast.parse(code, f"<code cell {number}>")
-            cell_statements = [Statement(node, number, _bound(node), _names_loaded(node),
-                                         *_changed(node)) for node in tree.body]
+            cell_statements = [Statement(node, number, _bound(node),
+                                         _names_loaded(node) | _global_keys(node),
+                                         *_changed(node))
+                               for node in _one_import_each(tree.body)]
         except (SyntaxError, ValueError, RecursionError, MemoryError):
             continue
         sources[number] = code
@@ -138,33 +179,18 @@ def statements(cells):
     return found, sources
 
 
-# The grader's own modules, and the simulator's launch underneath the grader's record
-GRADER = ("kernels.checks", "kernels.grading", "kernels.simulator")
-# What an answer never needs and a forgery does: the interpreter's frames, objects,
-# hooks and module table, raw memory, and imports by computed name.
-INTROSPECTION = {"_current_frames", "_getframe", "f_locals", "f_globals", "f_back",
-                 "setprofile", "settrace", "get_objects", "get_referents",
-                 "get_referrers", "pythonapi", "ctypes", "gc", "__code__", "__globals__",
-                 "builtins", "__builtins__", "__import__", "import_module", "reload",
-                 "inspect"}
-
-
-# What tells the simulator from a GPU: an answer that asks runs one branch on the
-# simulator and another on a GPU, and the simulator can grade only its own.
-SIMULATOR_FLAGS = {"ENABLE_CUDASIM", "NUMBA_ENABLE_CUDASIM", "SIMULATOR", "simulator",
-                   "is_available", "FakeCUDAKernel", "FakeCUDAArray"}
-
-
 def _checker_call(node):
     """True for a statement that calls a checker (`print(checks.saxpy(saxpy_kernel))`,
     `report = checks.topk(topk)`): the notebook's own try, which the answer's process
     does not need (and where it would check nothing)."""
     return any(isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
-               and _dotted(n.func.value) in ("checks", "kernels.checks")
+               and dotted(n.func.value) in ("checks", "kernels.checks")
                for n in ast.walk(node))
 
 
-def _dotted(node):
+def dotted(node):
+    """The dotted name an attribute chain spells (a.b.c), or None if it does not start
+    from a name."""
     parts = []
     while isinstance(node, ast.Attribute):
         parts.append(node.attr)
@@ -172,54 +198,6 @@ def _dotted(node):
     if isinstance(node, ast.Name):
         return ".".join([node.id, *reversed(parts)])
     return None
-
-
-def _nodes(node, depth=0):
-    """Every node of `node`, and of the Python source that a string constant in it holds
-    (a module the notebook execs from a string), to a few levels."""
-    for n in ast.walk(node):
-        yield n
-        if depth < 3 and isinstance(n, ast.Constant) and isinstance(n.value, str) and \
-                "\n" in n.value:
-            try:
-                inner = ast.parse(n.value)
-            except (SyntaxError, ValueError, RecursionError, MemoryError):
-                continue
-            yield from _nodes(inner, depth + 1)
-
-
-def reach(kept):
-    """(grader modules, introspection names, simulator flags) that the kept statements
-    name, functions' bodies and the sources held in their strings included: what an
-    answer's code reaches beyond its exercise."""
-    grader, introspection, flags = set(), set(), set()
-    for s in kept:
-        for n in _nodes(s.node):
-            modules = []
-            if isinstance(n, ast.Import):
-                modules = [a.name for a in n.names]
-            elif isinstance(n, ast.ImportFrom) and n.module:
-                modules = [n.module] + [f"{n.module}.{a.name}" for a in n.names]
-            elif isinstance(n, ast.Attribute):
-                modules = [_dotted(n) or ""]
-            if isinstance(n, ast.Constant) and isinstance(n.value, str):
-                modules = [n.value]  # sys.modules["kernels.checks.core"], import_module(...)
-            grader |= {m for m in modules
-                       if any(m == g or m.startswith(g + ".") for g in GRADER)}
-            name = n.id if isinstance(n, ast.Name) else n.attr if isinstance(
-                n, ast.Attribute) else None
-            if name in INTROSPECTION:
-                introspection.add(name)
-            if name in SIMULATOR_FLAGS or isinstance(n, ast.Constant) and n.value in (
-                    "NUMBA_ENABLE_CUDASIM",):
-                flags.add(name or n.value)
-            if isinstance(n, (ast.Import, ast.ImportFrom)):
-                flags |= {a.name for a in n.names} & SIMULATOR_FLAGS
-            if isinstance(n, (ast.Import, ast.ImportFrom)):
-                introspection |= {a.name.split(".")[0] for a in n.names} & INTROSPECTION
-                if isinstance(n, ast.ImportFrom) and n.module in INTROSPECTION:
-                    introspection.add(n.module)
-    return sorted(grader), sorted(introspection), sorted(flags)
 
 
 # Calls a constant may make: NumPy's number types and array makers, math's functions,
@@ -310,7 +288,7 @@ class _KernelOnly:
 
     def module_of(self, expr):
         """The full dotted name `expr` names through the imports ("" if none)."""
-        head, _, rest = (_dotted(expr) or "").partition(".")
+        head, _, rest = (dotted(expr) or "").partition(".")
         module = self.roots.get(head, "")
         return f"{module}.{rest}" if module and rest else module
 
@@ -337,7 +315,7 @@ class _KernelOnly:
                 return False
             if isinstance(expr.value, ast.Call):  # np.finfo(np.float32).min
                 return self.plain(expr.value)
-            return _dotted(expr) is not None and _dotted(expr).split(".")[0] in self.roots
+            return dotted(expr) is not None and dotted(expr).split(".")[0] in self.roots
         if isinstance(expr, (ast.Tuple, ast.List, ast.Set)):
             return all(map(self.plain, expr.elts))
         if isinstance(expr, ast.Dict):

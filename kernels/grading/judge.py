@@ -250,9 +250,9 @@ def inspect_answer(found, names):
     rewrite, in its own process, the steps that run it: its launches and trace could be
     forged, so it is not graded automatically. Introspection (frames, the object heap,
     hooks, imports by computed name) is reported for review."""
-    from kernels.grading import extract
+    from kernels.grading import extract, reach
 
-    grader, introspection, flags = extract.reach(extract.needed(found, names))
+    grader, introspection, flags = reach.reach(extract.needed(found, names))
     blocked = (f"its code uses the grader's own modules ({', '.join(grader)}), which no "
                "answer needs" if grader else
                f"its code asks whether it runs on the simulator ({', '.join(flags)}): the "

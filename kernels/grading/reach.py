@@ -1,0 +1,130 @@
+"""What an answer's code reaches beyond its exercise, read from its code (parsed, never
+run): the grader's own modules, the interpreter's introspection, and whether it runs
+on the simulator (kernels.grading.judge.inspect_answer decides what each means).
+
+It reads only the statements the answer needs (kernels.grading.extract.needed), which
+are all that the answer's process runs; the names an import binds that the answer never
+uses are not among them (kernels.grading.extract.statements splits such an import), so
+the chapter's own `from kernels import checks, harness, plots, streams` costs nothing,
+while a use of kernels.checks by any spelling the imports allow (an alias, an attribute,
+getattr with a name in a string, a string naming the module) is found. A name computed
+at run time cannot be read here: a computed attribute of the course's package counts as
+reaching the grader's modules (the reading fails closed).
+"""
+
+import ast
+
+from kernels.grading.extract import dotted
+
+# The grader's own modules, and the simulator's launch underneath the grader's record
+GRADER = ("kernels.checks", "kernels.grading", "kernels.simulator")
+# What an answer never needs and a forgery does: the interpreter's frames, objects,
+# hooks and module table, raw memory, and imports by computed name.
+INTROSPECTION = {"_current_frames", "_getframe", "f_locals", "f_globals", "f_back",
+                 "setprofile", "settrace", "get_objects", "get_referents",
+                 "get_referrers", "pythonapi", "ctypes", "gc", "__code__", "__globals__",
+                 "builtins", "__builtins__", "__import__", "import_module", "reload",
+                 "inspect"}
+
+
+# What tells the simulator from a GPU: an answer that asks runs one branch on the
+# simulator and another on a GPU, and the simulator can grade only its own.
+SIMULATOR_FLAGS = {"ENABLE_CUDASIM", "NUMBA_ENABLE_CUDASIM", "SIMULATOR", "simulator",
+                   "is_available", "FakeCUDAKernel", "FakeCUDAArray"}
+
+
+def _nodes(node, depth=0):
+    """Every node of `node`, and of the Python source that a string constant in it holds
+    (a module the notebook execs from a string), to a few levels."""
+    for n in ast.walk(node):
+        yield n
+        if depth < 3 and isinstance(n, ast.Constant) and isinstance(n.value, str) and \
+                "\n" in n.value:
+            try:
+                inner = ast.parse(n.value)
+            except (SyntaxError, ValueError, RecursionError, MemoryError):
+                continue
+            yield from _nodes(inner, depth + 1)
+
+
+def _imported(kept):
+    """{name: the dotted names that the kept statements' imports bind to it}, functions'
+    bodies included (`import kernels as k` -> {"k": {"kernels"}})."""
+    roots = {}
+    for s in kept:
+        for n in _nodes(s.node):
+            if isinstance(n, ast.ImportFrom) and n.module and not n.level:
+                for a in n.names:
+                    roots.setdefault(a.asname or a.name, set()).add(f"{n.module}.{a.name}")
+            elif isinstance(n, ast.Import):
+                for a in n.names:
+                    head = a.name.split(".")[0]
+                    roots.setdefault(a.asname or head, set()).add(
+                        a.name if a.asname else head)
+    return roots
+
+
+def _spellings(name, roots):
+    """`name` (k.checks.core) as written and through every import of its first name
+    (kernels.checks.core)."""
+    head, dot, rest = name.partition(".")
+    return [name, *(f"{m}{dot}{rest}" for m in sorted(roots.get(head, ())))]
+
+
+def _by_name(n, roots):
+    """The dotted names a call reaches by a name held in a string (`getattr(k, "checks")`
+    -> k.checks and its spellings); a computed name, `vars(m)` or `m.__dict__` on the
+    course's package or one of its modules reaches every module it holds, so it counts
+    as reaching the grader's (the static reading cannot tell which: it fails closed)."""
+    if isinstance(n, ast.Attribute) and n.attr == "__dict__":
+        holder, key = n.value, None
+    elif isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.args and (
+            n.func.id == "getattr" and len(n.args) >= 2 or n.func.id == "vars"):
+        holder, key = n.args[0], n.args[1] if n.func.id == "getattr" else None
+    else:
+        return []
+    base = dotted(holder)
+    if base is None:
+        return []
+    if isinstance(key, ast.Constant) and isinstance(key.value, str):
+        return _spellings(f"{base}.{key.value}", roots)
+    if any(m == "kernels" or m.startswith("kernels.") for m in _spellings(base, roots)):
+        return [f"{base}.* by a computed name"]
+    return []
+
+
+def reach(kept):
+    """(grader modules, introspection names, simulator flags) that the kept statements
+    name, functions' bodies and the sources held in their strings included, by any
+    spelling their imports allow (an alias, getattr with a name in a string): what an
+    answer's code reaches beyond its exercise. Only the kept statements count: the names
+    an import binds that the answer never uses are not kept (statements)."""
+    grader, introspection, flags = set(), set(), set()
+    roots = _imported(kept)
+    for s in kept:
+        for n in _nodes(s.node):
+            modules = _by_name(n, roots)
+            if isinstance(n, ast.Import):
+                modules = [a.name for a in n.names]
+            elif isinstance(n, ast.ImportFrom) and n.module:
+                modules = [n.module] + [f"{n.module}.{a.name}" for a in n.names]
+            elif isinstance(n, ast.Attribute):
+                modules += _spellings(dotted(n) or "", roots)
+            if isinstance(n, ast.Constant) and isinstance(n.value, str):
+                modules = [n.value]  # sys.modules["kernels.checks.core"], import_module(...)
+            grader |= {m for m in modules if m.endswith(" by a computed name")
+                       or any(m == g or m.startswith(g + ".") for g in GRADER)}
+            name = n.id if isinstance(n, ast.Name) else n.attr if isinstance(
+                n, ast.Attribute) else None
+            if name in INTROSPECTION:
+                introspection.add(name)
+            if name in SIMULATOR_FLAGS or isinstance(n, ast.Constant) and n.value in (
+                    "NUMBA_ENABLE_CUDASIM",):
+                flags.add(name or n.value)
+            if isinstance(n, (ast.Import, ast.ImportFrom)):
+                flags |= {a.name for a in n.names} & SIMULATOR_FLAGS
+            if isinstance(n, (ast.Import, ast.ImportFrom)):
+                introspection |= {a.name.split(".")[0] for a in n.names} & INTROSPECTION
+                if isinstance(n, ast.ImportFrom) and n.module in INTROSPECTION:
+                    introspection.add(n.module)
+    return sorted(grader), sorted(introspection), sorted(flags)
