@@ -84,6 +84,8 @@ class YieldingBlockManager(kernel.BlockManager):
         super().__init__(numba_typed(f), *args)
 
     def run(self, grid_point, *args):
+        if _SHUFFLING:
+            grid_point = _shuffled(self._grid_dim, grid_point)
         if not self._debug and not _EVERY_THREAD_ITS_OWN and runs_in_turn(self._f):
             return self._run_in_turn(grid_point, args)
         threads = set()
@@ -168,6 +170,35 @@ def every_thread_its_own():
         yield
     finally:
         _EVERY_THREAD_ITS_OWN -= 1
+
+
+_SHUFFLING = 0  # while above 0, each launch runs its blocks in a shuffled order
+_ORDER = threading.local()  # the launching thread's current launch: its order of blocks
+
+
+@contextlib.contextmanager
+def blocks_shuffled(seed=0):
+    """Within it, each launch runs its blocks in an order drawn from `seed`'s stream, not
+    in index order: a GPU promises no order, and an answer that needs one (ties that go
+    to block 0 because it always came first) is wrong there."""
+    global _SHUFFLING
+    _ORDER.draw = np.random.default_rng(seed).permutation
+    _SHUFFLING += 1
+    try:
+        yield
+    finally:
+        _SHUFFLING -= 1
+
+
+def _shuffled(grid_dim, grid_point):
+    """The block to run where the simulator runs `grid_point`: the launch visits every
+    grid point once, in index order, so a permutation drawn at its first runs each
+    block once."""
+    flat = int(np.ravel_multi_index(grid_point, grid_dim))
+    if flat == 0 or getattr(_ORDER, "grid_dim", None) != grid_dim:
+        _ORDER.grid_dim = grid_dim
+        _ORDER.blocks = getattr(_ORDER, "draw", np.random.permutation)(int(np.prod(grid_dim)))
+    return tuple(int(i) for i in np.unravel_index(_ORDER.blocks[flat], grid_dim))
 
 
 @functools.lru_cache(maxsize=4096)

@@ -170,3 +170,31 @@ def test_the_device_has_a_gpus_per_block_limits():
     assert (device.MAX_THREADS_PER_BLOCK, device.MAX_SHARED_MEMORY_PER_BLOCK,
             device.WARP_SIZE) == (1024, 49152, 32)
     assert not hasattr(device, "MULTIPROCESSOR_COUNT")  # the simulator has no SMs
+
+
+@cuda.jit
+def _log_block_order(log, counter):
+    if cuda.threadIdx.x == 0:
+        log[cuda.atomic.add(counter, 0, 1)] = cuda.blockIdx.x + 10 * cuda.blockIdx.y
+
+
+def _block_order(grid):
+    log, counter = np.full(grid[0] * grid[1], -1, np.int64), np.zeros(1, np.int64)
+    _log_block_order[grid, 2](log, counter)
+    return log.tolist()
+
+
+def test_blocks_run_in_a_shuffled_order_where_asked_each_once():
+    """A GPU promises no order of blocks: the grader runs them shuffled (an answer whose
+    ties go to block 0 because it always came first fails), each exactly once, in an
+    order the seed fixes."""
+    every = sorted(x + 10 * y for x in range(4) for y in range(3))
+    in_index_order = _block_order((4, 3))
+    with simulator.blocks_shuffled(7):
+        first, second = _block_order((4, 3)), _block_order((4, 3))
+    with simulator.blocks_shuffled(7):
+        again = _block_order((4, 3))
+    assert sorted(first) == sorted(second) == every
+    assert len({tuple(in_index_order), tuple(first), tuple(second)}) == 3
+    assert again == first
+    assert _block_order((4, 3)) == in_index_order  # outside it, index order again
