@@ -134,6 +134,18 @@ def test_two_writers_of_one_element_need_one():
     assert "both write it" in race.why and race.missing == "one writer per element"
 
 
+@cuda.jit
+def flag_then_read_kernel(flag, out):
+    flag[0] = 1  # every thread, then each reads it after the barrier
+    cuda.syncthreads()
+    out[cuda.threadIdx.x] = flag[0]
+
+
+def test_writers_that_read_only_after_a_barrier_are_two_writers_not_a_lost_update():
+    race = _first(flag_then_read_kernel, (1, 3), np.zeros(1, np.int32), np.zeros(3, np.int32))
+    assert "both write it" in race.why and "lost update" not in race.why
+
+
 def test_beside_atomics_a_read_waits_and_a_write_is_made_atomic():
     x = np.arange(4, dtype=np.int32)
     read = _first(sum_then_read_kernel, (1, 4), x, np.zeros(1, np.int32), np.zeros(4, np.int32))

@@ -44,6 +44,14 @@ class Fixes:
                 self._by_thread[(a.block, a.tid, a.array)].append(a)
         return self._by_thread[(access.block, access.tid, access.array)]
 
+    def _read_then_write(self, access):
+        """Whether `access`'s thread read the element and then wrote it with no barrier
+        between (a read-modify-write; a read after a barrier is no part of the update)."""
+        mine = [x for x in self._accesses(access) if x.index == access.index]
+        return any(r.kind == "read" and w.kind == "write" and r.seq < w.seq
+                   and (r.epoch, r.grid_epoch) == (w.epoch, w.grid_epoch)
+                   for r in mine for w in mine)
+
     def why(self, a, b):
         """(in words, in a few words): what is missing between racing accesses a and b,
         as the end of the sentence "... both touch x[3] ..." (hazards.Race.describe)."""
@@ -64,7 +72,7 @@ class Fixes:
                 return _announced(writer, reader, apart)
         did = [{x.kind for x in self._accesses(t) if x.index == t.index} for t in (a, b)]
         writers = sum("write" in d for d in did)
-        if writers == 2 and all("read" in d for d in did):
+        if writers == 2 and all(map(self._read_then_write, (a, b))):
             pair = self._pair(a, b)
             if pair is not None:
                 return (f"{apart}and both also read and write {a.array}[{pair}]: they "
