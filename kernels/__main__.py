@@ -58,8 +58,9 @@ def build_parser():
                        "notes (grade says how it splits)")
     grade.add_argument("--gradescope", action="store_true",
                        help="also write Gradescope's results.json (for one student's upload)")
-    grade.add_argument("--max-processes", type=int, default=1024, metavar="N",
-                       help="processes and threads of one notebook (default: 1024)")
+    grade.add_argument("--max-processes", type=int, metavar="N",
+                       help="processes and threads of one notebook (default: 4096, the "
+                       "simulator's largest launches and room to spare)")
     grade.add_argument("--max-memory", metavar="SIZE", help="memory of each of its "
                        "processes, e.g. 6G (default: the machine's / jobs, 4G to 16G)")
     grade.add_argument("--max-disk", default="1G", metavar="SIZE",

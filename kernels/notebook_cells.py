@@ -94,11 +94,12 @@ def _error(err):
 
 
 def run(cells, namespace, seconds=None, on_cell=lambda number: None, *, strict=False,
-        keep_setup=False, limit=None):
+        keep_setup=False, limit=None, explain=lambda err: ""):
     """Run the code cells of `cells` (notebook cell dicts, whose outputs are replaced
     by what each prints) in `namespace`, within `seconds` in all (None: no limit);
     `limit`, where that is a share of a larger limit (the grader's), says how, in
-    words that follow "its time limit".
+    words that follow "its time limit"; `explain(err)` gives words that a cell's note
+    adds after the error it raised (the grader's: that a limit of its own was reached).
 
     Returns notes: one line per thing that went wrong. With `strict`, the first cell
     that fails (an error its cell does not expect, a syntax error, IPython syntax, the
@@ -164,7 +165,8 @@ def run(cells, namespace, seconds=None, on_cell=lambda number: None, *, strict=F
                     if "raises-exception" in tags:  # expected: shown, as nbclient shows it
                         print(f"{type(err).__name__}: {err}", file=out)
                     else:
-                        fail(f"{where} raised {_error(err)}", err, "the next cells ran")
+                        fail(f"{where} raised {_error(err)}{explain(err)}", err,
+                             "the next cells ran")
             finally:
                 cell["outputs"] = [{"output_type": "stream", "name": "stdout",
                                     "text": "".join(out.kept)}]

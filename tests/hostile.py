@@ -245,9 +245,14 @@ def escapes(targets):
                            [f"No such file or directory: '{t['out']}/grades.csv'",
                             "Read-only file system: '/hostile.txt'",
                             "Read-only file system: '"]),
+        # the note says that the grader's limit stopped it, not a bug of the student's
         "fork-bomb": (notebook([FORK_BOMB], "gridstride"), 0,
-                      ["raised BlockingIOError: [Errno 11] Resource temporarily unavailable"]),
-        "eats-memory": (notebook([MEMORY], "gridstride"), 0, ["raised MemoryError"]),
+                      ["raised BlockingIOError: [Errno 11] Resource temporarily unavailable "
+                       f"(this is the grader's limit of {MAX_PROCESSES} processes and "
+                       "threads per notebook"]),
+        "eats-memory": (notebook([MEMORY], "gridstride"), 0,
+                        ["raised MemoryError (this is the grader's limit of "
+                         f"{MAX_MEMORY_MB / 1024:.3g} GiB of memory per process"]),
         "floods-disk": (notebook([DISK_FLOOD.format(folder="."),
                                   DISK_FLOOD.format(folder="/dev/shm"), SAXPY], "gridstride"), 1,
                         [f"code cell {n} (`for n in range({FLOOD_FILES}):`) raised OSError: "

@@ -30,3 +30,19 @@ def test_a_process_that_ends_without_a_reply_is_started_afresh_at_the_next_step(
         answer.run("certify", ("void()",))
     assert len(starts) == 2
     answer.close()
+
+
+def test_a_case_stopped_by_the_sandbox_s_limit_is_the_grader_s_not_the_student_s():
+    from kernels.checks import core
+
+    report = core.Report("histogram_256", [
+        core.Case("n=1,000", True, ""),
+        core.Case("no race, traced at 300 bytes", False,
+                  "under the tracer your code raised RuntimeError: can't start new thread")])
+    judge.limits_reached(report)
+    assert report.grader_limits == ["a limit of the sandbox (--max-processes, --max-memory) "
+                                    "was reached: no race, traced at 300 bytes"]
+    assert "the grader's limit on threads or memory" in report.cases[1].detail
+    wrong = core.Report("histogram_256", [core.Case("n=17", False, "expected 3, got 4")])
+    judge.limits_reached(wrong)
+    assert wrong.grader_limits == [] and wrong.cases[0].detail == "expected 3, got 4"

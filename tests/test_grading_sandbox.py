@@ -155,3 +155,52 @@ def test_bad_limits_are_refused_with_what_is_accepted(tmp_path, option, value, s
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 2 and said in proc.stderr, proc.stderr
     assert not (tmp_path / "out").exists()
+
+
+# A block of 1,024 threads that all wait at a barrier: on the simulator, 1,024 OS threads
+# live at once, as two of the atomics chapter's own cells launch
+BLOCK_OF_1024 = '''\
+import numpy as np
+from numba import cuda
+
+
+@cuda.jit
+def count_in_block(out):
+    seen = cuda.shared.array(1024, np.int32)
+    seen[cuda.threadIdx.x] = 1
+    cuda.syncthreads()
+    if cuda.threadIdx.x == 0:
+        total = 0
+        for i in range(1024):
+            total += seen[i]
+        out[0] = total
+
+
+out = np.zeros(1, np.int32)
+count_in_block[1, 1024](out)
+assert out[0] == 1024, out
+'''
+
+
+def test_the_simulator_s_largest_block_runs_under_the_default_limits(tmp_path):
+    """Two notebooks graded at once with the default limits (processes and threads,
+    and each process's memory, its threads' stacks included) each run a block of 1,024
+    threads: the notes say nothing went wrong."""
+    names = ("one", "two")
+    paths = [planted.write(planted.notebook([hostile.SAXPY, BLOCK_OF_1024], "gridstride"),
+                           tmp_path / f"{name}.ipynb") for name in names]
+    rows, feedback = grade(paths, tmp_path / "out", "--jobs", "2")
+    for name in names:
+        assert "Notes on your notebook" not in feedback[name], feedback[name]
+        assert rows[name]["gridstride-ex-saxpy"] == "1", feedback[name]
+
+
+def test_the_default_limit_on_processes_holds_the_simulator_s_live_threads():
+    from kernels import simulator
+    from kernels.grading import sandbox
+    from kernels.trace import blocks
+
+    live = blocks.COOPERATIVE_BLOCKS * simulator.DEVICE_LIMITS["MAX_THREADS_PER_BLOCK"]
+    assert sandbox.SIMULATED_THREADS >= live
+    assert sandbox.Limits().processes >= live + 256  # Python's, NumPy's, the grader's
+

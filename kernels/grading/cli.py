@@ -47,7 +47,9 @@ def grade(args, parser):
     # side by side (runner.alongside), a notebook's two processes may peak at once
     memory = (size(args.max_memory, "--max-memory", parser) if args.max_memory else
               sandbox.default_memory(2 * jobs if runner.alongside(jobs, True) else jobs))
-    limits = sandbox.Limits(args.max_processes, memory, size(args.max_disk, "--max-disk", parser))
+    limits = sandbox.Limits(sandbox.Limits.processes if args.max_processes is None
+                            else args.max_processes, memory,
+                            size(args.max_disk, "--max-disk", parser))
     if limits.processes < 64:
         parser.error(f"--max-processes must be at least 64 (Python, NumPy and the "
                      f"simulator start threads), got {limits.processes}")

@@ -5,11 +5,19 @@ Both kernels.grading.worker (the notebook, for its notes) and kernels.grading.an
 import hook, become the sandbox's user, set the limits, and move into a scratch folder.
 """
 
+import errno
 import os
 import resource
 import sys
+import threading
 
 MAX_FILE_BYTES = 64 << 20  # any file the student's code writes, a log included
+# The stack of each thread started here. The simulator runs every CUDA thread as one, and
+# the memory limit counts their stacks: at Linux's usual 8 MiB, one block of 1,024
+# threads reserves 8 GiB and no longer fits the default limit of two notebooks graded
+# side by side. 1 MiB holds Python's whole recursion limit, even through C calls
+# (RecursionError, not a crash); 512 KiB does not.
+THREAD_STACK = 1 << 20
 
 
 def drop_editable_install():
@@ -36,3 +44,30 @@ def enter(job, folder="work"):
     os.chdir(os.path.join(job["scratch"], folder))
     resource.setrlimit(resource.RLIMIT_FSIZE, (MAX_FILE_BYTES, MAX_FILE_BYTES))
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    threading.stack_size(THREAD_STACK)
+
+
+# How the errors that the limits raise read in a report (a thread or a process that
+# could not start, memory refused), where only their text came back from the sandbox
+LIMIT_ERRORS = ("RuntimeError: can't start new thread", "MemoryError",
+                "BlockingIOError: [Errno 11]")
+
+
+def limit_reached(err, limits):
+    """Words for a note where `err` is what a limit of the grader's raises (a thread or
+    process that could not start, memory refused), or "": the student must not read
+    the grader's limit as a bug of theirs. `limits`: the job's {processes, memory}."""
+    if not limits:
+        return ""
+    processes = f"{limits.get('processes'):,} processes and threads per notebook"
+    memory = f"{(limits.get('memory') or 0) / (1 << 30):.3g} GiB of memory per process"
+    if isinstance(err, MemoryError):
+        reached, option = memory, "--max-memory"
+    elif (isinstance(err, RuntimeError) and "can't start new thread" in str(err)
+          or isinstance(err, OSError) and err.errno == errno.EAGAIN):
+        reached, option = f"{processes}, or of {memory}", "--max-processes, --max-memory"
+    else:
+        return ""
+    return (f" (this is the grader's limit of {reached}, not a CUDA error: the "
+            f"simulator's largest launches fit within it; your instructor sets it with "
+            f"{option})")

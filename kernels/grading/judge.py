@@ -263,6 +263,20 @@ def inspect_answer(found, names):
     return blocked, review
 
 
+def limits_reached(report):
+    """Mark each failed case of `report` whose error is one that the sandbox's limits
+    raise (a thread that could not start, memory refused) as the grader's limit: the
+    instructor is told, and the student is not blamed for it."""
+    from kernels.grading import confine
+
+    for case in report.cases:
+        if not case.passed and any(e in case.detail for e in confine.LIMIT_ERRORS):
+            case.grader_limit = ("a limit of the sandbox (--max-processes, --max-memory) "
+                                 f"was reached: {case.description}")
+            case.detail += ("\n(that error is the grader's limit on threads or memory, "
+                            "not a bug in your code: your instructor will look at it)")
+
+
 def check(exercise, answer, found=None, certifier=None, compiler=None):
     """(passed, report, flag) of `exercise` for the student's `answer`, whose notebook
     has the statements `found` (read here, never run); a kernel is first compiled for a
@@ -318,6 +332,7 @@ def check(exercise, answer, found=None, certifier=None, compiler=None):
     except Exception as err:  # the checker could not even set up the cases
         return False, (f"The checker could not run your `{name}`: "
                        f"{type(err).__name__}: {err}"), ""
+    limits_reached(report)
     flags = report.grader_limits + ([f"to review: {review}"] if review else [])
     if report.hung:  # its process may still be running that code: no other exercise there
         answer.close()

@@ -49,12 +49,22 @@ PASSED_PATHS = ("LD_LIBRARY_PATH", "CUDA_HOME", "CUDA_PATH")  # folders the driv
 PRIVATE_UIDS = (1 << 20, 1 << 30)
 
 
+# The most threads the simulator keeps live at once: it runs each CUDA thread of a block
+# as an OS thread, a whole block live where the kernel can wait (a barrier), and a
+# cooperative launch's blocks all live (at most 3 blocks, kernels.trace.blocks), each of
+# up to 1,024 threads. The limit on processes counts threads (RLIMIT_NPROC), so it must
+# hold these and Python's, NumPy's and the grader's own threads besides.
+SIMULATED_THREADS = 3 * 1024
+SPARE_THREADS = 1024
+
+
 @dataclasses.dataclass(frozen=True)
 class Limits:
-    """What one submission may use: processes and threads, memory of each process
-    (private writable memory: heap, arrays, thread stacks; the simulator gives every
-    simulated thread an 8 MB stack), and bytes in its scratch folder."""
-    processes: int = 1024
+    """What one submission may use: processes and threads (the simulator's live threads
+    and room to spare; a fork bomb stops here), memory of each process (private
+    writable memory: heap, arrays, thread stacks, kernels.grading.confine.THREAD_STACK
+    for each simulated thread), and bytes in its scratch folder."""
+    processes: int = SIMULATED_THREADS + SPARE_THREADS
     memory: int = 16 << 30
     disk: int = 1 << 30
 

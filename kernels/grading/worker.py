@@ -46,7 +46,9 @@ def main():
         notes = notebook_cells.run(notebook["cells"], {"__name__": "__main__"},
                                    max(job["deadline"] - time.monotonic(), 1.0),
                                    on_cell=lambda number: send("cell", number=number),
-                                   limit=job.get("limit"))
+                                   limit=job.get("limit"),
+                                   explain=lambda err: confine.limit_reached(
+                                       err, job.get("limits")))
     except notebook_cells.NotebookTimeout:  # raised between two cells, outside their handler
         limit = job.get("limit") or f"of {job['seconds']:.0f} s"
         notes = [f"the notebook was stopped: it ran past its time limit {limit}"]
