@@ -148,3 +148,49 @@ def test_what_the_grader_could_not_compile_is_not_graded_automatically():
     unreadable.kernels = dict([compiled.launched(["launched", "k; x", "void()", _KERNEL])])
     report, _ = compiled.certify(exercise, unreadable, lambda: never)
     assert report.startswith("Not graded automatically") and "could not read" in report
+
+
+SHAPES = '''
+import os, sys, types
+os.environ["NUMBA_ENABLE_CUDASIM"] = "0"  # Numba's compiler for a GPU (none need be here)
+import numpy as np
+from numba import cuda, float32
+TILE = 16
+red = types.ModuleType("red")
+red.THREADS = 256
+
+def expression(x):
+    tile = cuda.shared.array((TILE, TILE + 2), float32)
+    x[0] = tile[0, 0]
+
+def attribute(x):
+    row = cuda.local.array(red.THREADS, float32)
+    x[0] = row[0]
+
+def numpy_call(x):
+    x[0] = np.ones(3)[0]  # an allocation: none on a GPU
+
+for kernel in (expression, attribute, numpy_call):
+    try:
+        cuda.compile_ptx(kernel, "void(float32[::1])", cc=(7, 5))
+        print("compiled")
+    except Exception as err:
+        print(repr(str(err)))
+'''
+
+
+def test_a_shape_numba_cannot_read_as_a_constant_gets_advice_on_shapes():
+    """What Numba's compiler says of a shared or local array whose shape is an
+    expression or another module's attribute, and of a NumPy call, each with the
+    sentence after it."""
+    import ast
+    import subprocess
+    import sys
+
+    said = subprocess.run([sys.executable, "-c", SHAPES], capture_output=True, text=True,
+                          check=True, timeout=300).stdout.splitlines()
+    expression, attribute, numpy_call = (compiled.advice(ast.literal_eval(s)) for s in said)
+    assert expression.startswith("A shared array's shape must be an integer constant")
+    assert attribute.startswith("A local array's shape must be an integer constant")
+    assert "(PADDED = TILE + 2)" in expression
+    assert "not NumPy's functions or Python objects" in numpy_call

@@ -34,6 +34,28 @@ MAX_KERNELS = 16  # (kernel, signature) pairs compiled for one exercise: each ta
 SIGNATURE = re.compile(rf"void\((?:(?:{_ARRAY}|{_TYPE})(?:, (?:{_ARRAY}|{_TYPE}))*)?\)")
 
 
+# Numba's words where a shared or local array's shape is not a constant it can read
+_ARRAY_SHAPE = re.compile(r"Function\(<function (shared|local)\.array\b")
+
+
+def advice(err):
+    """The sentence after a kernel's compile error `err`: what a GPU compiles; or, where
+    Numba refused a shared or local array, what the shape must be (the usual cause: the
+    shape is an expression, `TILE + 2`, or an attribute, `red.THREADS`, which Numba types
+    as a plain integer: it is a Python object the kernel can read, yet no constant)."""
+    shape = _ARRAY_SHAPE.search(str(err))
+    if shape:
+        return (f"A {shape[1]} array's shape must be an integer constant that Numba can "
+                "read when it compiles: a literal (256), an integer constant at the top "
+                "level of the notebook (THREADS = 256), or a tuple of them. Numba types "
+                "an expression or another module's attribute there as a plain integer, "
+                "not a constant: give the value a name at the top level of a cell "
+                "(PADDED = TILE + 2) and use that name in the shape.")
+    return ("The simulator runs a kernel as Python; a GPU runs only what Numba compiles: "
+            "arithmetic, arrays, cuda.* calls (atomics of 32- and 64-bit values), not "
+            "NumPy's functions or Python objects.")
+
+
 _NAME = re.compile(r"[\w.<>]{1,300}")  # a qualified name, for messages only
 _UNREADABLE = ("(unreadable)", "", "unreadable"), ["opaque", "a launch record the grader "
                                                    "could not read"]
@@ -91,10 +113,7 @@ def certify(exercise, answer, certifier):
                         f"GPU.\n  FAIL  your kernel `{qualname}`, as your `{name}` "
                         f"launches it, does not compile for a GPU with the arguments it "
                         f"was given ({signature}): it raised {type(err).__name__}: "
-                        f"{str(err)[:1500]}\nThe simulator runs a kernel as Python; a GPU "
-                        "runs only what Numba compiles: arithmetic, arrays, cuda.* calls "
-                        "(atomics of 32- and 64-bit values), not NumPy's functions or "
-                        "Python objects."), ""
+                        f"{str(err)[:1500]}\n{advice(err)}"), ""
             return not_graded(f"your kernel `{qualname}` could not be compiled for a GPU "
                               f"here ({type(err).__name__}: {str(err)[:300]})")
     return "", ""

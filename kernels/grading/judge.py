@@ -321,10 +321,8 @@ def check(exercise, answer, found=None, certifier=None, compiler=None):
                                f"`{name}`."), why
             return False, (f"{exercise.check_name}: your `{name}` does not compile for a GPU "
                            f"with the arguments the exercise gives it ({exercise.signature}): "
-                           f"it raised {type(err).__name__}: {str(err)[:1500]}\nThe "
-                           "simulator runs a kernel as Python; a GPU runs only what Numba "
-                           "compiles: arithmetic, arrays and cuda.* calls, not NumPy's "
-                           "functions or Python objects."), ""
+                           f"it raised {type(err).__name__}: {str(err)[:1500]}\n"
+                           f"{compiled.advice(err)}"), ""
     try:
         report = getattr(checks, exercise.check_name)(answer)
     except AnswerEnded as err:
