@@ -79,8 +79,10 @@ def test_narrow_tiles_match_float64_reference(shape, h100_sms, narrow_launches, 
 
 
 def test_enough_tiles_are_pipelined_fragments(narrow_launches, monkeypatch, rng):
-    # one SM (the simulator's): one 128 x 128 tile is enough, so no narrow launch
+    # one SM (the simulator's; on a GPU, said so): one 128 x 128 tile is enough, so no
+    # narrow launch
     handed = []
+    monkeypatch.setattr(mn, "sm_count", lambda: 1)
     monkeypatch.setattr(mt, "matmul_pipelined_fragments",
                         lambda *args, **kw: handed.append(kw) or mm.matmul_reference(*args[:2]))
     a, b = operands(rng, 3, 5, 4)
