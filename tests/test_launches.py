@@ -104,12 +104,12 @@ def test_within_skipped_no_kernel_but_numba_s_runs_and_new_arrays_are_poisoned()
                 cuda.device_array_like(out)]
     assert (out == 5.0).all()  # the launch did nothing, and was still counted
     assert (launches.counts() - before)[launches.YOURS] == 1
-    poison = {np.dtype(np.float64): np.frombuffer(b"\xa5" * 8, np.float64)[0],
-              np.dtype(np.float32): np.frombuffer(b"\xa5" * 4, np.float32)[0],
-              np.dtype(np.int32): np.frombuffer(b"\xa5" * 4, np.int32)[0]}
     for array in made:
         host = array if isinstance(array, np.ndarray) else array.copy_to_host()
-        assert (host == poison[host.dtype]).all()
+        if host.dtype.kind == "f":  # loud: a sum into never-zeroed memory gives NaN
+            assert np.isnan(host).all()
+        else:
+            assert (host == np.frombuffer(b"\xa5" * 4, np.int32)[0]).all()
     fill_kernel[2, 8](out, 3.0)
     assert (out == 3.0).all()
     assert (np.empty, np.empty_like, cuda.device_array, cuda.device_array_like) == makers

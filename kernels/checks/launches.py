@@ -150,6 +150,17 @@ _MAKERS = {"numpy": ("empty", "empty_like"),
                           "managed_array")}
 
 
+def poison(dtype):
+    """What a poisoned array of `dtype` holds: a value that spoils whatever it enters.
+    NaN for floats (0xA5 bytes are about -1e-127 as a float64: a sum into never-zeroed
+    memory swallowed it and came out right); 0xA5 bytes for integers, a large negative
+    (or, unsigned, a large positive) number."""
+    dtype = np.dtype(dtype)
+    if dtype.kind in "fc":
+        return np.array(np.nan, dtype)[()]
+    return np.frombuffer(b"\xa5" * dtype.itemsize, dtype)[0]
+
+
 def _poisoned(make):
     def poisoned_make(*args, **kwargs):
         array = make(*args, **kwargs)
@@ -160,7 +171,7 @@ def _poisoned(make):
             return array
         dtype = getattr(array, "dtype", None)
         if dtype is not None and dtype.kind in "iufc" and array.size:
-            value = np.frombuffer(b"\xa5" * dtype.itemsize, dtype)[0]
+            value = poison(dtype)
             if isinstance(array, np.ndarray):
                 array[...] = value
             elif isinstance(getattr(array, "_ary", None), np.ndarray):  # the simulator's:
