@@ -126,6 +126,41 @@ def test_threads_that_cannot_wait_for_each_other_run_in_turn():
 
 
 @cuda.jit
+def _locks_in_a_for_loop(mutex, taken):
+    cuda.syncthreads()  # its threads are OS threads, not run in turn
+    for _ in range(10):  # a bounded spin: no while loop, but it waits for another thread
+        if cuda.atomic.cas(mutex, 0, 0, 1) == 0:
+            taken[cuda.threadIdx.x] = 1
+            mutex[0] = 0
+            break
+
+
+def test_blocks_that_cannot_spin_switch_threads_coarsely(monkeypatch):
+    """A barrier kernel's threads switch every COARSE_SWITCH_S while it runs; a lock's
+    (a while loop, or compare-and-swap in a for loop) at the interval as it was, which
+    is back after each launch."""
+    before = simulator.sys.getswitchinterval()
+    seen = []
+    run_threads = simulator.YieldingBlockManager._run_threads
+
+    def noted(self, *args):
+        seen.append(simulator.sys.getswitchinterval())
+        return run_threads(self, *args)
+    monkeypatch.setattr(simulator.YieldingBlockManager, "_run_threads", noted)
+    reverse_in_blocks[2, THREADS](np.arange(2 * THREADS, dtype=np.int32))
+    _locks_in_a_for_loop[1, 4](np.zeros(1, np.int32), np.zeros(4, np.int32))
+    flag = np.ones(1, np.int32)
+    _spins[1, 2](flag)  # the flag is set: no thread waits
+    assert seen == pytest.approx([simulator.COARSE_SWITCH_S] * 2 + [before] * 2)
+    assert simulator.sys.getswitchinterval() == before
+    with simulator._switching(True):  # a launch that can spin, beside one that cannot
+        with simulator._switching(False):
+            assert simulator.sys.getswitchinterval() == before
+        assert simulator.sys.getswitchinterval() == pytest.approx(simulator.COARSE_SWITCH_S)
+    assert simulator.sys.getswitchinterval() == before
+
+
+@cuda.jit
 def _index_out_of_bounds(x):
     x[cuda.grid(1)] = 1  # no bound check
 
