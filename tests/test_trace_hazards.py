@@ -169,3 +169,33 @@ def test_a_lock_orders_its_data_only_with_a_fence_after_taking_it(kernel):
     found = traced(0)
     assert found and {r.array for r in found} == {"total"}
     assert "a fence after taking the lock" in found[0].describe()
+
+
+@cuda.jit
+def _spin_on_never_zeroed_lock_kernel(out, locks):
+    done = False
+    while not done:
+        if cuda.atomic.cas(locks, 0, 0, 1) == 0:
+            cuda.threadfence()
+            out[0] += 1
+            cuda.threadfence()
+            cuda.atomic.exch(locks, 0, 0)
+            done = True
+
+
+def test_a_trace_that_grows_too_large_spinning_on_a_lock_says_the_lock_never_came_free(
+        monkeypatch):
+    from kernels.trace import record
+
+    monkeypatch.setattr(record, "MAX_ACCESSES", 5_000)  # the spin reaches it sooner
+
+    def count(out):
+        locks = cuda.to_device(np.full(1, 7, np.int32))  # WRONG on purpose: never 0
+        _spin_on_never_zeroed_lock_kernel[1, 4](out, locks)
+
+    with pytest.raises(trace.LockNeverFree, match=r"the locks in locks never became free "
+                       r"\(locks\[0\] among them\): 2,000 of the last 2,000 accesses"):
+        trace.run(count, np.zeros(1, np.int32))
+    # a trace that took no lock is nothing of the kind
+    t = trace.run(atomics.increment_atomic, np.zeros(1, np.int64))
+    assert trace.hazards.stuck_lock(t.launches[0]) == ""

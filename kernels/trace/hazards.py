@@ -223,3 +223,31 @@ def lock_order(trace, kernel=None):
     ran them (one possible order: on a GPU the queue forms in arrival order)."""
     launch = trace.launch(kernel)
     return [(access, change) for _, access, change in launch.lock_events]
+
+
+# ------------------------------------------------------------------- stuck locks
+
+SPIN_WINDOW = 2_000  # the last accesses of a launch whose recording grew too large
+LOCK_OPS = ("cas", "compare_and_swap", "exch")
+
+
+def stuck_lock(launch):
+    """Where the recording of `launch` grew too large: in words, the locks its threads
+    were spinning on (most of its last accesses were to elements of one array that they
+    compare-and-swapped, and none came free), or "" if it was doing something else."""
+    tail = launch.accesses[-SPIN_WINDOW:]
+    tried = {(a.array, a.index) for a in tail if a.kind == "atomic" and a.op in LOCK_OPS}
+    spins = collections.Counter((a.array, a.index) for a in tail
+                                if (a.array, a.index) in tried)
+    if not spins:
+        return ""
+    (array, index), _ = spins.most_common(1)[0]
+    n = sum(count for (name, _), count in spins.items() if name == array)
+    if 2 * n < len(tail):
+        return ""
+    return (f"the locks in {array} never became free ({array}[{index_text(index)}] among "
+            f"them): {n:,} of the last {len(tail):,} accesses of {launch.kernel} were "
+            "threads trying to take one, until the tracer's limit on accesses stopped them. "
+            "Most likely they were never set to 0 before the launch (cuda.device_array "
+            "leaves memory as it was; cuda.to_device(np.zeros(n, np.int32)) is zeroed), or "
+            "a thread that took one never released it")

@@ -11,8 +11,8 @@ from numba.cuda.simulator import api, kernel, kernelapi
 from numba.cuda.simulator.cudadrv import devicearray, driver
 
 from kernels import simulator
-from kernels.trace import blocks
-from kernels.trace.model import NothingLaunched, Trace, TraceError
+from kernels.trace import blocks, hazards
+from kernels.trace.model import LockNeverFree, NothingLaunched, Trace, TraceError, TraceTooLarge
 from kernels.trace.record import Recorder
 
 _active = None  # the Recorder of the recording in progress, if any
@@ -256,7 +256,13 @@ def given(stream):
 def record(fn, args, kwargs):
     """Call fn(*args, **kwargs) with every kernel launch recorded; the Trace."""
     with recording() as rec:
-        fn(*args, **kwargs)
+        try:
+            fn(*args, **kwargs)
+        except TraceTooLarge as err:  # said as the likely cause where it was a lock's spin
+            stuck = hazards.stuck_lock(rec.launches[-1]) if rec.launches else ""
+            if stuck and not isinstance(err, LockNeverFree):
+                raise LockNeverFree(stuck) from err
+            raise
         rec.host_reads()
     if not rec.launches:
         raise NothingLaunched(f"{getattr(fn, '__name__', fn)} launched no kernel: nothing "

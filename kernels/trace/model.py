@@ -17,6 +17,11 @@ class TraceTooLarge(TraceError):
     """The launch or the recording is too large to trace in reasonable time."""
 
 
+class LockNeverFree(TraceTooLarge):
+    """The recording grew too large while the threads spun on a lock that never became
+    free (kernels.trace.hazards.stuck_lock)."""
+
+
 class NothingLaunched(TraceError):
     """The traced call launched no kernel."""
 
