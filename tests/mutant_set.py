@@ -65,6 +65,46 @@ def histogram_256_kernel(data, hist):
     for i in range(cuda.grid(1), data.size, cuda.gridsize(1)):
         cuda.atomic.add(hist, data[i], 1)
 '''})],
+    "mutex-ex-argmax": [("ties-by-lock-order", "the blocks' maxima merged with '>' "
+                         "alone: a tie between blocks goes to whichever block takes the "
+                         "lock first", {
+                             "argmax_mutex_kernel": '''
+@cuda.jit
+def argmax_mutex_kernel(x, best_value, best_index, mutex, failed, max_spins):
+    s_value = cuda.shared.array(MAX_THREADS, float32)
+    s_index = cuda.shared.array(MAX_THREADS, int64)
+    tid = cuda.threadIdx.x
+    value = -math.inf
+    index = x.size  # larger than any index: loses every tie
+    # Indices only grow along the loop, so '>' keeps the first of equal values; the
+    # first one seen is taken whatever it is (all -inf has a largest value too).
+    for i in range(cuda.grid(1), x.size, cuda.gridsize(1)):
+        if x[i] > value or index == x.size:
+            value = x[i]
+            index = i
+    s_value[tid] = value
+    s_index[tid] = index
+    cuda.syncthreads()
+    i = cuda.blockDim.x // 2
+    while i > 0:
+        if tid < i:
+            v, j = s_value[tid + i], s_index[tid + i]
+            if v > s_value[tid] or (v == s_value[tid] and j < s_index[tid]):
+                s_value[tid] = v
+                s_index[tid] = j
+        cuda.syncthreads()
+        i //= 2
+    if tid == 0:
+        # Two words change together: no single atomic can do this, a lock can.
+        if lock(mutex, 0, max_spins):
+            v, j = s_value[0], s_index[0]
+            if v > best_value[0]:  # a tie goes to the block that took the lock first
+                best_value[0] = v
+                best_index[0] = j
+            unlock(mutex, 0)
+        else:
+            failed[0] = 1
+'''})],
     "matmul-ex-transpose": [("naive", "each thread copies one element: no shared tile",
                              {"transpose_tiled_kernel": '''
 @cuda.jit
