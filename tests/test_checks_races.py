@@ -193,3 +193,110 @@ def test_a_streams_answer_that_never_waits_for_its_stream_fails():
         stream.synchronize()
 
     assert checks.stream_add(waiting).passed
+
+
+@cuda.jit
+def _own_block_max_kernel(x, out):
+    """out = x / the maximum of the block's own share: right with one block only."""
+    best = cuda.shared.array(1, np.float32)
+    if cuda.threadIdx.x == 0:
+        best[0] = x[0]
+    cuda.syncthreads()
+    m = x[0]
+    for i in range(cuda.grid(1), x.size, cuda.gridsize(1)):
+        m = max(m, x[i])
+    cuda.atomic.max(best, 0, m)
+    cuda.syncthreads()
+    for i in range(cuda.grid(1), x.size, cuda.gridsize(1)):
+        out[i] = x[i] / best[0]
+
+
+def _own_block_case(kernel, rng):
+    x = rng.uniform(-50, 100, 101).astype(np.float32)
+    x[70] = 100.5  # in the third block's share only
+    return races.kernel(kernel, (3, 16), (x, np.full_like(x, np.nan)), "[3, 16] on n=101",
+                        expected=x / x.max(), output=1)
+
+
+def test_a_race_free_launch_with_wrong_values_fails_with_them(rng):
+    """The traced launch's values are compared too: on the simulator the value cases of
+    a cooperative kernel run one block, so this is the one case with several."""
+    case = _own_block_case(_own_block_max_kernel, rng)()
+    assert not case.passed and case.always_shown
+    assert case.description == "the values are right, traced at [3, 16] on n=101"
+    assert case.detail.startswith("at [3, 16] on n=101 the values are wrong: your result: ")
+
+    @cuda.jit
+    def right(x, out):
+        best = cuda.shared.array(1, np.float32)
+        if cuda.threadIdx.x == 0:
+            best[0] = x[0]
+            for i in range(x.size):
+                best[0] = max(best[0], x[i])
+        cuda.syncthreads()
+        for i in range(cuda.grid(1), x.size, cuda.gridsize(1)):
+            out[i] = x[i] / best[0]
+
+    assert _own_block_case(right, rng)().passed
+
+
+def test_the_expected_values_never_travel_to_the_answer(rng):
+    """Under the grader the answer's side gets the step's name and plain arguments (issue
+    31): the inputs and the launch, never the reference, which stays with the checker."""
+    sent = []
+
+    class Recorded(core.Elsewhere):
+        def run(self, name, args):
+            sent.append((name, args))
+            return core.STEPS[name](_own_block_max_kernel, *args)
+
+    x = rng.uniform(-50, 100, 101).astype(np.float32)
+    expected = np.full_like(x, 12345.5)  # a value no input holds
+    case = races.kernel(Recorded(), (3, 16), (x, np.full_like(x, np.nan)), expected=expected,
+                        output=1)()
+    assert not case.passed and "the values are wrong" in case.detail
+    (name, args), = sent
+    assert name == core.step_name(races.traced_launch)
+    flat = [a for arg in args for a in (arg if isinstance(arg, (tuple, list)) else (arg,))]
+    assert not any(isinstance(a, np.ndarray) and (a == 12345.5).any() for a in flat)
+
+
+@cuda.jit
+def _never_zeroed_locks_kernel(keys, out, locks):
+    for i in range(cuda.grid(1), keys.size, cuda.gridsize(1)):
+        k = keys[i]
+        done = False
+        while not done:
+            if cuda.atomic.cas(locks, k, 0, 1) == 0:
+                cuda.threadfence()
+                out[k] += 1
+                cuda.threadfence()
+                cuda.atomic.exch(locks, k, 0)
+                done = True
+
+
+def test_a_spin_on_a_lock_that_never_comes_free_is_named_as_the_likely_cause(monkeypatch):
+    """Locks left as cuda.device_array made them: the threads spin until the tracer's
+    limit on accesses; the case says the lock never became free, not only that the
+    trace grew too large."""
+    from kernels.trace import record
+
+    monkeypatch.setattr(record, "MAX_ACCESSES", 20_000)  # the spin reaches it sooner
+    def locked_count(keys):
+        out = cuda.to_device(np.zeros(4, np.int32))
+        locks = cuda.device_array(4, np.int32)  # WRONG on purpose: never zeroed
+        _never_zeroed_locks_kernel[2, 32](cuda.to_device(keys), out, locks)
+        return out.copy_to_host()
+
+    keys = np.arange(200, dtype=np.int32) % 4
+    case = core.Case(*core.answer_side(locked_count, races.traced_call, "n=200", (keys,)))
+    assert not case.passed and case.grader_limit
+    assert "the locks in locks never became free" in case.detail
+    assert "never set to 0 before the launch" in case.detail
+
+
+def test_race_sizes_give_every_thread_two_grid_stride_rounds(rng):
+    for threads in (512, 768, 1024):
+        for _ in range(50):
+            n = races.two_rounds(rng, threads)
+            assert 2 * threads < n <= 2 * threads + threads // 4 and n % 32

@@ -273,3 +273,29 @@ def test_the_converge_checker_has_more_points_than_a_gpu_grid_has_threads(monkey
     monkeypatch.setattr(checker.kernels, "device",
                         lambda: {"sm_count": 40, "compute_capability": [7, 5]})  # a T4
     assert checker._past_one_grid() == 40 * 1_024 + 1_003
+
+
+@cuda.jit
+def _normalize_by_block_max(x, out, peak):
+    best = cuda.shared.array(1, np.float32)
+    if cuda.threadIdx.x == 0:
+        best[0] = x[0]
+    cuda.syncthreads()
+    m = x[0]
+    for i in range(cuda.grid(1), x.size, cuda.gridsize(1)):
+        m = max(m, x[i])
+    cuda.atomic.max(best, 0, m)
+    cuda.syncthreads()
+    if cuda.threadIdx.x == 0:
+        cuda.atomic.max(peak, 0, best[0])
+    for i in range(cuda.grid(1), x.size, cuda.gridsize(1)):
+        out[i] = x[i] / best[0]  # WRONG on purpose: the block's maximum
+
+
+@pytest.mark.skipif(not SIMULATOR, reason="the simulator's value cases run one block")
+def test_normalize_by_max_compares_the_traced_launchs_values():
+    """On the simulator the value cases run one block, where a block's maximum is the
+    array's: the race case's 3 blocks, traced, are compared with the reference too."""
+    report = checks.normalize_by_max(_normalize_by_block_max)
+    assert not report.passed
+    assert "at [3, 16] on n=101 the values are wrong" in str(report)

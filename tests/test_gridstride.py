@@ -191,3 +191,38 @@ def test_every_grading_run_traces_several_blocks_on_every_axis(monkeypatch):
         assert min(blocks) >= 2, (secret, blocks)
         assert all(s >= 2 * b * t for s in shape for b, t in zip(blocks, threads)), (
             secret, blocks, threads, shape)
+
+
+@cuda.jit
+def _clip_columns_by_y_stride(x, lo, hi, out):
+    col0, row0 = cuda.grid(2)
+    sx, sy = cuda.gridsize(2)
+    rows, cols = x.shape
+    for r in range(row0, rows, sy):
+        for c in range(col0, cols, sy):  # WRONG on purpose: the column stride is y's
+            out[r, c] = min(max(x[r, c], lo), hi)
+
+
+def test_clip_launches_are_drawn_wide_and_tall(monkeypatch):
+    """Each grading run draws its own 2-D launches, one with more threads along x than
+    along y and one the other way: a kernel that strides one axis by the other's
+    gridsize misses elements in one of them."""
+    from kernels.checks import core, gridstride
+
+    seen = set()
+    for secret in range(100):
+        monkeypatch.setattr(core, "SECRET", secret)
+        single, wide, tall = gridstride.launches_2d(core.rng(7))
+        assert single == ((1, 1), (1, 1))
+        (bx, by), (tx, ty) = wide
+        assert bx * tx > by * ty and tall == ((by, bx), (ty, tx))
+        seen.add(wide)
+    assert len(seen) > 10  # drawn, not fixed
+
+
+def test_clip_catches_a_column_loop_strided_by_the_rows_gridsize(monkeypatch):
+    from kernels.checks import races
+
+    monkeypatch.setattr(races, "kernel", lambda *args, **kwargs: None)  # values alone
+    report = checks.clip_2d(_clip_columns_by_y_stride)
+    assert not report.passed and "differ" in str(report)

@@ -170,3 +170,39 @@ def test_large_random_and_odd_sizes_on_gpu(rng):
         d = cuda.to_device(data)
         for name, fn in ALL.items():
             check(fn(d), h.histogram_reference(data), name=f"{name}, {n} bytes")
+
+
+def test_every_byte_that_is_no_letter_stands_between_two_words():
+    from kernels.checks import histogram as checking
+
+    text = checking.every_separator(np.random.default_rng(5))
+    letter = np.isin(text, checking.LETTERS)
+    alone = text[1:-1][letter[:-2] & ~letter[1:-1] & letter[2:]]
+    assert sorted(alone) == sorted(set(range(256)) - {*range(65, 91), *range(97, 123)})
+
+
+@cuda.jit(device=True)
+def _letter_from_A_to_z(c):
+    return c >= 65 and c <= 122  # WRONG on purpose: takes [ \ ] ^ _ ` in
+
+
+@cuda.jit
+def _words_from_A_to_z_kernel(data, counts):
+    n = data.size
+    for i in range(cuda.grid(1), n, cuda.gridsize(1)):
+        if _letter_from_A_to_z(data[i]) and (i == 0 or not _letter_from_A_to_z(data[i - 1])):
+            j = i + 1
+            while j < n and _letter_from_A_to_z(data[j]):
+                j += 1
+            cuda.atomic.add(counts, min(j - i, 31), 1)
+
+
+def test_word_lengths_catch_a_letter_range_from_A_to_z():
+    def word_length_histogram(data):
+        counts = cuda.to_device(np.zeros(32, np.int64))
+        _words_from_A_to_z_kernel[4, 128](cuda.to_device(data), counts)
+        return counts.copy_to_host()
+
+    report = checks.word_length_histogram(word_length_histogram)
+    assert not report.passed
+    assert "FAIL  each of the 204 bytes that are not letters" in str(report)

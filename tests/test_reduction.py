@@ -2,7 +2,7 @@ import re
 
 import numpy as np
 import pytest
-from numba import cuda
+from numba import cuda, float64
 
 import kernels
 from kernels import checks, size
@@ -288,3 +288,63 @@ def test_solutions_full_size_on_gpu(full_data):
     blocks = r.default_blocks()
     check(np.array([solutions.argmax(full_data, blocks)]), np.array([np.argmax(full_data)]))
     check(solutions.topk(full_data, blocks), np.sort(full_data)[::-1][:solutions.K])
+
+
+@cuda.jit
+def _mean_variance_rounds_kernel(x, out):
+    """A block tree per grid-stride round: WRONG on purpose, no barrier between reading
+    the round's total and the next round's writes to the shared arrays."""
+    s1 = cuda.shared.array(256, float64)
+    s2 = cuda.shared.array(256, float64)
+    t = cuda.threadIdx.x
+    acc1 = 0.0
+    acc2 = 0.0
+    for base in range(cuda.blockIdx.x * 256, x.size, cuda.gridsize(1)):
+        i = base + t
+        v = float64(x[i]) if i < x.size else 0.0
+        s1[t] = v
+        s2[t] = v * v
+        cuda.syncthreads()
+        h = 128
+        while h > 0:
+            if t < h:
+                s1[t] += s1[t + h]
+                s2[t] += s2[t + h]
+            cuda.syncthreads()
+            h //= 2
+        acc1 += s1[0]
+        acc2 += s2[0]
+    if t == 0:
+        cuda.atomic.add(out, 0, acc1)
+        cuda.atomic.add(out, 1, acc2)
+
+
+def _mean_variance_from(kernel, out):
+    def mean_variance(x, blocks):
+        sums = out()
+        kernel[blocks, r.THREADS](cuda.to_device(x), sums)
+        s, ss = sums.copy_to_host()
+        return np.array([s / x.size, ss / x.size - (s / x.size) ** 2])
+    return mean_variance
+
+
+def test_a_race_between_grid_stride_rounds_fails():
+    """The race case gives every thread two grid-stride rounds or more: with one round
+    (n=300 on 2 blocks of 256) a race between rounds never shows."""
+    report = checks.mean_variance(_mean_variance_from(
+        _mean_variance_rounds_kernel, lambda: cuda.to_device(np.zeros(2))))
+    assert not report.passed
+    assert "traced at n=" in report.cases[0].description
+    assert report.cases[0].detail.startswith("the tracer ran your code on the simulator and "
+                                             "found")
+
+
+def test_sums_into_an_output_never_zeroed_fail():
+    """cuda.device_array holds what the memory held: the checkers' poison is NaN for
+    floats, which a sum into it cannot hide (0xA5 bytes, about -1e-127, vanished)."""
+    mean_variance = solutions.mean_variance_kernel
+    report = checks.mean_variance(_mean_variance_from(
+        mean_variance, lambda: cuda.device_array(2, np.float64)))
+    assert not report.passed and "got nan" in str(report)
+    assert checks.mean_variance(_mean_variance_from(
+        mean_variance, lambda: cuda.to_device(np.zeros(2)))).passed

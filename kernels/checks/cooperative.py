@@ -6,7 +6,9 @@ simulator one block (all it can run with grid.sync()). Sizes do not divide the
 block size, so a grid-stride loop and its guards are always exercised. The arrays are
 in device memory, each output inside a poisoned guard band (DeviceOutput). The race
 case (kernels.checks.races) runs 3 blocks at once under the tracer, where a block
-barrier in place of a grid barrier leaves conflicts between blocks.
+barrier in place of a grid barrier leaves conflicts between blocks; the kernel
+checkers compare that launch's values too, the only case on the simulator where
+blocks other than the first take part.
 """
 
 import numpy as np
@@ -72,8 +74,13 @@ def rotate_rows(kernel):
 
     m = np.full((3, 97), -1, np.int32)  # two grid-stride rounds or more per thread
     m[0] = rng.integers(0, 10**6, 97)
+    expected = m.copy()
+    for row in range(1, 3):
+        expected[row] = np.roll(expected[row - 1], -1)
+    # several blocks live, where the value cases on the simulator run one: values too
     return run_cases("rotate_rows", cases, run, race=races.kernel(
-        kernel, RACE_LAUNCH, (m,), "[3, 16] on a 3 x 97 matrix"))
+        kernel, RACE_LAUNCH, (m,), "[3, 16] on a 3 x 97 matrix", expected=expected,
+        output=0))
 
 
 def normalize_by_max(kernel):
@@ -100,9 +107,12 @@ def normalize_by_max(kernel):
         return answer_side(kernel, normalized, *inputs)
 
     x = rng.uniform(-50, 100, 101).astype(np.float32)  # 2 rounds or more per thread
+    # the maximum in one block's share only: a block that divides by its own maximum
+    # gets its values wrong
+    x[int(rng.integers(101))] = 100.5
     return run_cases("normalize_by_max", cases, run, race=races.kernel(
-        kernel, RACE_LAUNCH, (x, np.empty_like(x), np.full(1, -np.inf, np.float32)),
-        "[3, 16] on n=101"))
+        kernel, RACE_LAUNCH, (x, np.full_like(x, np.nan), np.full(1, -np.inf, np.float32)),
+        "[3, 16] on n=101", expected=x / x.max(), output=1))
 
 
 @answer_step
@@ -192,8 +202,10 @@ def jacobi_until_converged(fn):
         result, sweeps = answer((u.copy(), tol, max_steps))
         return np.array(int(sweeps)) if part else result
 
-    # points for 3 blocks of 256 threads (the most the tracer offers a cooperative launch)
-    u = np.sin(np.linspace(0, 3 * np.pi, 600)) + rng.uniform(-0.1, 0.1, 600)
+    # two rounds for 3 blocks of 256 threads (the most the tracer offers a cooperative
+    # launch of 256-thread blocks)
+    n = races.two_rounds(rng, 3 * 256)
+    u = np.sin(np.linspace(0, 3 * np.pi, n)) + rng.uniform(-0.1, 0.1, n)
     return run_cases("jacobi_until_converged", cases, run, race=races.host(
-        fn, (u, 1e-12, 2), "n=600, 2 sweeps, up to 3 blocks",
+        fn, (u, 1e-12, 2), f"n={n}, 2 sweeps, up to 3 blocks",
         needs=("one_cooperative_launch", "wide_counts")))

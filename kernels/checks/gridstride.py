@@ -20,7 +20,6 @@ __all__ = ["saxpy", "clip_2d", "reverse_inplace"]
 
 SIZES = (1, 17, 1001) if SIMULATOR else (1, 17, 1001, 1_000_003)
 LAUNCHES = ((1, 1), (3, 7), (4, 64))
-LAUNCHES_2D = (((1, 1), (1, 1)), ((2, 3), (8, 4)))
 
 
 def _traced_launch(rng):
@@ -44,6 +43,20 @@ def _traced_launch_2d(rng):
     return (blocks, threads), shape
 
 
+def launches_2d(rng):
+    """A single thread, and two launches drawn for this run, one wider than tall (more
+    threads in the grid along x than along y) and one taller than wide: a kernel that
+    strides one axis by the other's gridsize leaves elements out in one of them."""
+    while True:
+        blocks = tuple(int(b) for b in rng.integers(1, 4, 2))
+        threads = tuple(int(t) for t in rng.integers(2, 9, 2))
+        x, y = (b * t for b, t in zip(blocks, threads))
+        if x != y:
+            break
+    wide = (blocks, threads) if x > y else (blocks[::-1], threads[::-1])
+    return (((1, 1), (1, 1)), wide, (wide[0][::-1], wide[1][::-1]))
+
+
 def saxpy(kernel):
     """Check kernel[blocks, threads](a, x, y, out) computes out = a*x + y (float32)."""
     rng = core.rng(2024)
@@ -64,7 +77,8 @@ def saxpy(kernel):
     traced, n = _traced_launch(rng)
     x, y = rng.standard_normal((2, n)).astype(np.float32)
     race = races.kernel(kernel, traced, (np.float32(2), x, y, np.full_like(x, np.nan)),
-                        f"{list(traced)} on n={n}", shared=3)
+                        f"{list(traced)} on n={n}", shared=3,
+                        expected=np.float32(2) * x + y, output=3)
     return hints.attach(run_cases("saxpy", cases, run, race=race), cases, launch,
                         gridstride=True)
 
@@ -75,7 +89,7 @@ def clip_2d(kernel):
     cases = []
     for shape in ((1, 1), (17, 33), (40, 9)):
         x = rng.standard_normal(shape) * 3
-        for blocks, threads in LAUNCHES_2D:
+        for blocks, threads in launches_2d(rng):
             cases.append((f"shape {shape}, blocks {blocks}, threads {threads}",
                           (blocks, threads, x), np.clip(x, -1.0, 1.0)))
 
@@ -88,7 +102,8 @@ def clip_2d(kernel):
     x = rng.standard_normal(shape) * 3
     race = races.kernel(kernel, traced, (x, -1.0, 1.0, np.full_like(x, np.nan)),
                         f"blocks {traced[0]} of threads {traced[1]} on a "
-                        f"{shape[0]} x {shape[1]} array", shared=3)
+                        f"{shape[0]} x {shape[1]} array", shared=3,
+                        expected=np.clip(x, -1.0, 1.0), output=3)
     return hints.attach(run_cases("clip_2d", cases, run, race=race), cases, launch,
                         gridstride=True)
 
@@ -110,7 +125,8 @@ def reverse_inplace(kernel):
     run = launched_on_device(launch, "x")
     # in place: two threads touching one element is a race
     traced, n = _traced_launch(rng)
-    race = races.kernel(kernel, traced, (rng.integers(-10**6, 10**6, n, dtype=np.int32),),
-                        f"{list(traced)} on n={n}", shared=0)
+    x = rng.integers(-10**6, 10**6, n, dtype=np.int32)
+    race = races.kernel(kernel, traced, (x,), f"{list(traced)} on n={n}", shared=0,
+                        expected=x[::-1].copy(), output=0)
     return hints.attach(run_cases("reverse_inplace", cases, run, race=race), cases, launch,
                         gridstride=True, every_element=False)

@@ -81,8 +81,9 @@ def tiled_transpose(kernel):
         return kernel, (blocks, (TRANSPOSE_TILE, TRANSPOSE_TILE)), (a, out), 1
 
     run = launched_on_device(launch, "out")
-    race = races.kernel(*launch(rng.standard_normal((16, 20)).astype(np.float32))[:3],
-                        "2 blocks of 16 x 16 on a 16 x 20 matrix", needs=("shared_tile",))
+    a = rng.standard_normal((16, 20)).astype(np.float32)
+    race = races.kernel(*launch(a)[:3], "2 blocks of 16 x 16 on a 16 x 20 matrix",
+                        needs=("shared_tile",), expected=a.T.copy(), output=1)
     return hints.attach(run_cases("tiled_transpose", cases, run, race=race), cases, launch)
 
 
@@ -106,6 +107,7 @@ def tiled_matvec(kernel):
     a = rng.standard_normal((70, 130)).astype(np.float32)
     x = rng.standard_normal(130).astype(np.float32)
     race = races.kernel(*launch((a, x))[:3], "2 blocks of 64 on a 70 x 130 matrix",
-                        needs=("shared_tile",))
+                        needs=("shared_tile",), expected=a.astype(np.float64) @ x,
+                        output=2, rtol=MATVEC_RTOL, atol=MATVEC_ATOL)
     return hints.attach(run_cases("tiled_matvec", cases, run, rtol=MATVEC_RTOL,
                                   atol=MATVEC_ATOL, race=race), cases, launch)

@@ -28,7 +28,9 @@ PAST_16_BITS = 70_001
 # Three blocks of THREADS: the fewest where a block past the first two has nothing
 FEW_BLOCKS = 600
 EPS32 = float(np.finfo(np.float32).eps)
-RACE_SIZE = 300  # the race case: 2 blocks of THREADS on the simulator
+# The race case's grid: the course's launch on the simulator (default_blocks: four
+# blocks of THREADS on its one SM), and any fixed grid of as many threads or fewer
+RACE_THREADS = 4 * THREADS
 
 
 def loops():
@@ -62,9 +64,9 @@ def lock_sum_positive(fn):
 
     # Every term is positive, so a bound relative to the sum holds for every case.
     rtol = max(sum_positive_rounding(x) / expected for _, x, expected in cases if expected)
-    x = rng.standard_normal(RACE_SIZE).astype(np.float32)
+    x = rng.standard_normal(races.two_rounds(rng, RACE_THREADS)).astype(np.float32)
     return run_cases("lock_sum_positive", cases, run, rtol=rtol, atol=0,
-                     race=races.host(fn, (x,), f"n={RACE_SIZE}"))
+                     race=races.host(fn, (x,), f"n={x.size}"))
 
 
 def sum_positive_rounding(x, blocks=None):
@@ -102,9 +104,9 @@ def lock_argmax(fn):
         value, index = answer(x)
         return np.array([value, index], np.float64)
 
-    x = rng.standard_normal(RACE_SIZE).astype(np.float32)
+    x = rng.standard_normal(races.two_rounds(rng, RACE_THREADS)).astype(np.float32)
     return run_cases("lock_argmax", cases, run, rtol=0, atol=0,
-                     race=races.host(fn, (x,), f"n={RACE_SIZE}"))
+                     race=races.host(fn, (x,), f"n={x.size}"))
 
 
 def lock_bin_product(fn):
@@ -127,10 +129,13 @@ def lock_bin_product(fn):
         return np.asarray(to_host(answer(inputs)), np.float64)  # a device array is fine too
 
     largest = max(np.bincount(c[1][0]).max() for c in cases)
-    keys = rng.integers(0, 3, RACE_SIZE).astype(np.int32)
-    values = rng.uniform(0.9, 1.1, RACE_SIZE).astype(np.float32)
+    # 16 bins: each lock wanted by many threads of a block, and a spin short enough to
+    # trace (with 3 bins the threads' spins made 2.4 times the accesses)
+    n = races.two_rounds(rng, RACE_THREADS)
+    keys = rng.integers(0, 16, n).astype(np.int32)
+    values = rng.uniform(0.9, 1.1, n).astype(np.float32)
     return run_cases("lock_bin_product", cases, run, rtol=bin_product_rtol(largest), atol=0,
-                     race=races.host(fn, (keys, values, 3), f"n={RACE_SIZE}, 3 bins"))
+                     race=races.host(fn, (keys, values, 16), f"n={n}, 16 bins"))
 
 
 def bin_product_rtol(k):

@@ -15,12 +15,14 @@ runs last, after the cases a race may have made fail.
 
 import collections
 import functools
+import inspect
 import types
 
 import numpy as np
 
 from kernels import trace
 from kernels.checks import core, launches, points
+from kernels.harness import check
 from kernels.trace import diagrams, remote
 
 __all__ = []  # used by the checkers, not called by readers
@@ -30,6 +32,14 @@ INDENT = " " * 8  # a detail's lines in a checker's report (kernels.checks.core.
 
 
 PREFIX = "the tracer ran your code on the simulator and found"
+
+
+def two_rounds(rng, threads):
+    """A race case's size, drawn: every thread of a grid of `threads` threads (or fewer)
+    runs two grid-stride rounds, some a third, so that a race between rounds (no barrier
+    before the next round overwrites a shared tile) shows; 32 does not divide it. Past
+    two rounds by a quarter of the grid at most: tracing costs about as much per element."""
+    return core.drawn_size(rng, 2 * threads + 1, 2 * threads + threads // 4)
 
 
 def host(fn, args, launch, via=None, needs=()):
@@ -42,20 +52,48 @@ def host(fn, args, launch, via=None, needs=()):
                              via and core.step_name(via), tuple(needs))
 
 
-def kernel(kernel, configuration, args, launch=None, shared=None, needs=()):
+def kernel(kernel, configuration, args, launch=None, shared=None, needs=(), expected=None,
+           output=None, rtol=None, atol=None):
     """The race case for kernel[configuration](*args), for run_cases(race=). With
     `shared` (the position of the output among args), the case also fails unless the
     threads share the writes of that output (kernels.checks.races.unshared); `needs` as
-    for `host`."""
+    for `host`. With `expected`, the traced launch's output (argument number `output`)
+    must also equal it, within rtol and atol as kernels.harness.check takes them: the
+    traced launch may be one no value case can run (several blocks of a cooperative
+    launch, on the simulator). Only the inputs travel to the answer's side; the output
+    comes back and is compared here (kernels.checks.core)."""
     blocks, threads = configuration[:2]
-    return functools.partial(_case_of, kernel, traced_launch,
-                             launch or f"[{blocks}, {threads}]", configuration, args, shared,
-                             tuple(needs))
+    launch = launch or f"[{blocks}, {threads}]"
+    traced = (launch, configuration, args, shared, tuple(needs))
+    if expected is None:
+        return functools.partial(_case_of, kernel, traced_launch, *traced)
+    return functools.partial(_compared, kernel, traced + (output,), expected, rtol, atol)
 
 
 def _case_of(subject, step, *args):
     fields = core.answer_side(subject, step, *args)
     return None if fields is None else core.Case(*fields)
+
+
+def _compared(kernel, traced, expected, rtol, atol):
+    """The race case of `kernel`, failed also where the traced launch's output (sent back
+    beside the case's fields; None where the tracer ran in a process of its own) differs
+    from `expected`."""
+    result = core.answer_side(kernel, traced_launch, *traced)
+    if result is None:
+        return None
+    fields, got = result
+    case = core.Case(*fields)
+    if not case.passed or got is None:
+        return case
+    launch = traced[0]
+    try:
+        check(got, expected, name="your result", rtol=rtol, atol=atol)
+    except Exception as err:  # MismatchError, or an output that is no array
+        return core.Case(f"the values are right, traced at {launch}", False,
+                         f"at {launch} the values are wrong: "
+                         + str(err).replace("\n", "\n" + INDENT), True)
+    return case
 
 
 @core.answer_step
@@ -68,18 +106,33 @@ def traced_call(fn, launch, args, via=None, needs=()):
 
 
 @core.answer_step
-def traced_launch(kernel, launch, configuration, args, shared=None, needs=()):
-    """The race case's fields for kernel[configuration](*args), traced."""
-    output = None
+def traced_launch(kernel, launch, configuration, args, shared=None, needs=(), output=None):
+    """The race case's fields for kernel[configuration](*args), traced; with `output`
+    (a position among args), (the fields, what the launch left in that argument), the
+    latter None where the trace ran in a process of its own (on a GPU machine)."""
+    position = None
     if shared is not None:
         arrays = [i for i, a in enumerate(args) if isinstance(a, np.ndarray) and a.ndim > 0]
-        output = arrays.index(shared)
-    return _case(launch, _launch_kernel, kernel, configuration, *args, shared=output,
-                 needs=needs)
+        position = arrays.index(shared)
+    args = [a.copy() if isinstance(a, np.ndarray) else a for a in args]
+    fields = _case(launch, _launch_kernel, kernel, configuration, *args, shared=position,
+                   needs=needs)
+    if output is None or fields is None:
+        return fields
+    # the simulator copies a launch's host arrays back when it ends
+    return fields, args[output] if trace.LOCAL else None
 
 
 def _launch_kernel(kernel, configuration, *args):
     launches.require_kernel(kernel, "this exercise")  # said plainly, before tracing
+    # the arguments bound as a launch binds them: the tracer passes only as many as
+    # the kernel names, and a kernel of the wrong signature would run there
+    function = getattr(kernel, "py_func", None) or getattr(kernel, "fn", None)
+    if function is not None:
+        try:
+            inspect.signature(function).bind(*args)
+        except TypeError as err:
+            raise TypeError(f"{function.__name__}(): {err}") from None
     return trace.launch(kernel, configuration, *args)
 
 
@@ -107,6 +160,11 @@ def _case(launch, tracer, *args, input_bytes=0, shared=None, needs=()):
         return description, False, f"under the tracer your code {err}", True, "", True
     except trace.NothingLaunched:
         return None  # nothing to trace: the launch rule fails such an answer
+    except trace.LockNeverFree as err:  # the likely cause, in the answer's words
+        return (description, False, f"the tracer could not finish: {_first_line(err)}. "
+                "So the grader cannot tell whether it races; this case fails, and your "
+                "instructor is told to look", True,
+                "the race case could not run (a lock that never became free)")
     except trace.TraceError as err:  # fail closed: a race case that cannot run fails
         why = f"{type(err).__name__}: {_first_line(err)}"
         return (description, False,

@@ -37,12 +37,18 @@ KAHAN_OF_MAGNITUDES = 1e-12
 KAHAN_CHAIN_RTOL = 1.5e-15
 
 
-RACE_LAUNCH = (300, 2)  # the race case: n, blocks (of 256 threads)
+RACE_BLOCKS = 2  # the race case's blocks (of 256 threads)
+
+
+def _race_size(rng):
+    """The race case's n: two grid-stride rounds or more for every thread."""
+    from kernels.reduction import THREADS
+
+    return races.two_rounds(rng, RACE_BLOCKS * THREADS)
 
 
 def _race(fn, x):
-    n, blocks = RACE_LAUNCH
-    return races.host(fn, (x, blocks), f"n={n}, blocks={blocks}")
+    return races.host(fn, (x, RACE_BLOCKS), f"n={x.size}, blocks={RACE_BLOCKS}")
 
 
 def _launches(rng, low=2):
@@ -62,7 +68,7 @@ def mean_variance(fn):
                       (x, blocks), expected))
     return run_cases("mean_variance", cases, calling(fn), rtol=MEAN_VARIANCE_RTOL,
                      atol=MEAN_VARIANCE_ATOL,
-                     race=_race(fn, rng.normal(3, 2, RACE_LAUNCH[0]).astype(np.float32)))
+                     race=_race(fn, rng.normal(3, 2, _race_size(rng)).astype(np.float32)))
 
 
 def argmax(fn):
@@ -85,7 +91,7 @@ def argmax(fn):
     cases.append((f"n={far.size:,}, the maximum past index 65,535 (an index packed into 16 "
                   "bits loses it)", (far, 2), np.argmax(far)))
     return run_cases("argmax", cases, calling(fn),
-                     race=_race(fn, rng.integers(0, 50, RACE_LAUNCH[0]).astype(np.int32)))
+                     race=_race(fn, rng.integers(0, 50, _race_size(rng)).astype(np.int32)))
 
 
 def _chain_case(blocks, per_thread=40):
@@ -108,7 +114,7 @@ def kahan_sum(fn):
         x = rng.standard_normal(n) * 10.0 ** rng.integers(-8, 8, n)
         case = (f"n={n:,}, magnitudes 1e-8 to 1e8, blocks={blocks}", (x, blocks),
                 math.fsum(x))
-        race = _race(fn, rng.standard_normal(RACE_LAUNCH[0])) if report is None else None
+        race = _race(fn, rng.standard_normal(_race_size(rng))) if report is None else None
         part = run_cases("kahan_sum", [case], calling(fn), rtol=0, race=race,
                          atol=KAHAN_OF_MAGNITUDES * math.fsum(np.abs(x)))
         if report is None:
@@ -144,4 +150,4 @@ def topk(fn):
     cases.append((f"n={n:,}, almost all -2**31, three larger values at the end",
                   (low, blocks), np.sort(low)[::-1][:TOPK]))
     return run_cases("topk", cases, calling(fn), race=_race(fn, rng.integers(
-        -2**31, 2**31, RACE_LAUNCH[0], dtype=np.int64).astype(np.int32)))
+        -2**31, 2**31, _race_size(rng), dtype=np.int64).astype(np.int32)))
