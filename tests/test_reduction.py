@@ -348,3 +348,45 @@ def test_sums_into_an_output_never_zeroed_fail():
     assert not report.passed and "got nan" in str(report)
     assert checks.mean_variance(_mean_variance_from(
         mean_variance, lambda: cuda.to_device(np.zeros(2)))).passed
+
+
+def test_kahan_keeps_its_compensation_under_fastmath():
+    """reduction.md: compiled with fastmath=True, the Kahan kernel's PTX keeps every
+    float64 addition and subtraction (Numba's CUDA fastmath does not reassociate them;
+    on the lent H100 the kernel so compiled passed checks.kahan_sum)."""
+    counts = without_simulator("""
+import re
+from numba import cuda, float64
+from kernels.solutions import reduction
+fn = reduction.kahan_sum_kernel.py_func
+for fast in (False, True):
+    text, _ = cuda.compile_ptx(fn, (float64[::1], float64[::1]), fastmath=fast, cc=(7, 5))
+    print(len(re.findall(r"\\b(?:add|sub)(?:\\.rn)?\\.f64\\b", text)))
+""").split()
+    assert counts[0] == counts[1] and int(counts[0]) >= 4, counts
+
+
+def test_a_module_attribute_cannot_size_a_shared_array_but_an_imported_name_can():
+    """reduction.md's exercises: `red.THREADS` is a plain int64 to Numba (refused, as on
+    the lent H100), `from kernels.reduction import THREADS` a constant."""
+    verdicts = without_simulator("""
+from numba import cuda, float32
+from kernels import reduction as red
+from kernels.reduction import THREADS
+
+def by_attribute(x):
+    s = cuda.shared.array(red.THREADS, float32)
+    s[0] = x[0]
+
+def by_name(x):
+    s = cuda.shared.array(THREADS, float32)
+    s[0] = x[0]
+
+for fn in (by_attribute, by_name):
+    try:
+        cuda.compile_ptx(fn, (float32[::1],), cc=(7, 5))
+        print("compiles")
+    except Exception as err:
+        print(type(err).__name__)
+""").split()
+    assert verdicts == ["TypingError", "compiles"], verdicts
