@@ -281,3 +281,14 @@ def test_the_book_figures_traced_calls_travel_to_a_simulator_process(rng):
     a = rng.integers(-9, 9, 37).astype(np.int32)
     t = remote.in_simulator_process(figures._pipelined, (a, a, np.zeros(37, np.int32), 3), {})
     assert len(t.operations) == 12 and trace.stream_races(t) == []
+
+
+def test_a_launch_with_arguments_its_kernel_does_not_take_raises_as_a_launch_does():
+    """The tracer bound only as many arguments as the kernel names: a kernel of the
+    wrong signature ran under it, where the simulator and a GPU refuse the launch."""
+    @cuda.jit
+    def one_argument(out):
+        out[cuda.grid(1)] = 1
+
+    with pytest.raises(TypeError, match=r"one_argument\(\): too many positional"):
+        trace.launch(one_argument, (1, 4), np.zeros(4), np.zeros(4))

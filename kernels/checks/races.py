@@ -15,7 +15,6 @@ runs last, after the cases a race may have made fail.
 
 import collections
 import functools
-import inspect
 import types
 
 import numpy as np
@@ -125,14 +124,6 @@ def traced_launch(kernel, launch, configuration, args, shared=None, needs=(), ou
 
 def _launch_kernel(kernel, configuration, *args):
     launches.require_kernel(kernel, "this exercise")  # said plainly, before tracing
-    # the arguments bound as a launch binds them: the tracer passes only as many as
-    # the kernel names, and a kernel of the wrong signature would run there
-    function = getattr(kernel, "py_func", None) or getattr(kernel, "fn", None)
-    if function is not None:
-        try:
-            inspect.signature(function).bind(*args)
-        except TypeError as err:
-            raise TypeError(f"{function.__name__}(): {err}") from None
     return trace.launch(kernel, configuration, *args)
 
 

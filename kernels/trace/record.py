@@ -20,6 +20,7 @@ does not depend on timing.
 import bisect
 import dis
 import functools
+import inspect
 import itertools
 import threading
 
@@ -268,6 +269,10 @@ class Recorder:
             raise TraceError(f"{fn.__name__} calls cuda.{gpu_only[0]}, a warp-level "
                              "primitive the simulator lacks: it needs a real GPU, and the "
                              "tracer cannot run it")
+        try:  # as a launch binds them: a kernel of another signature must not run here
+            inspect.signature(fn).bind(*args)
+        except TypeError as err:
+            raise TypeError(f"{fn.__name__}(): {err}") from None
         names = list(fn.__code__.co_varnames[:fn.__code__.co_argcount])
         wrapped, arrays, reads, writes = [], {}, [], []
         narrow = []  # integer arrays of fewer than 32 bits: their largest value is kept
