@@ -10,6 +10,7 @@ from numba import cuda
 from kernels import checks, matmul as mm
 from kernels.harness import MismatchError, check
 from answers import solution
+from matmul_operands import assert_product, operands
 from ptx import assert_compiles
 
 solutions = solution("matmul")  # as a student hands it in: its launches count
@@ -41,16 +42,6 @@ CORRECT = sorted(set(mm.VERSIONS) - {"matmul_tiled"})
 # (m, k, n): squares that do not divide any tile, then non-square products; the last
 # spans two 128-wide block tiles along n and several k tiles.
 SHAPES = [(1, 1, 1), (15, 15, 15), (17, 17, 17), (33, 17, 40), (3, 19, 130)]
-
-
-def operands(rng, m, k, n):
-    return (rng.standard_normal((m, k)).astype(np.float32),
-            rng.standard_normal((k, n)).astype(np.float32))
-
-
-def assert_product(c, a, b, name="c"):
-    rtol, atol = mm.tolerance(a, b)
-    check(c, mm.matmul_float64(a, b), name=name, rtol=rtol, atol=atol)
 
 
 @pytest.mark.parametrize("version", CORRECT)

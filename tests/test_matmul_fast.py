@@ -3,9 +3,9 @@ import pytest
 from numba import cuda
 
 from kernels import SIMULATOR, matmul as mm, matmul_fast as mf
-from kernels.harness import check
 from kernels.trace import analyses
 from kernels.trace import run as trace_run
+from matmul_operands import assert_product, operands
 from ptx import assert_compiles
 
 MATRICES = "void(float32[:, ::1], float32[:, ::1], float32[:, ::1])"
@@ -44,16 +44,6 @@ SHAPES = [(1, 1, 1), (17, 17, 17), (3, 19, 130), (130, 9, 3)]
 # on a GPU, the shapes that divide nothing, and sizes that fill it
 GPU_SHAPES = [(1, 1, 1), (1, 4097, 1), (4097, 1, 3), (1023, 517, 769), (1000, 1000, 1000),
               (256, 4096, 256)]
-
-
-def operands(rng, m, k, n):
-    return (rng.standard_normal((m, k)).astype(np.float32),
-            rng.standard_normal((k, n)).astype(np.float32))
-
-
-def assert_product(c, a, b, name="c"):
-    rtol, atol = mm.tolerance(a, b)
-    check(c, mm.matmul_float64(a, b), name=name, rtol=rtol, atol=atol)
 
 
 @pytest.mark.parametrize("version", sorted(mf.VERSIONS))

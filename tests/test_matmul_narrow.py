@@ -3,7 +3,7 @@ import pytest
 from numba import cuda
 
 from kernels import SIMULATOR, matmul as mm, matmul_narrow as mn, matmul_tuned as mt
-from kernels.harness import check
+from matmul_operands import assert_product, operands
 from ptx import assert_compiles
 
 WIDE_MATRICES = ("void(float32[:, ::1], float32[:, ::1], float32[:, ::1], int64, "
@@ -37,16 +37,6 @@ PTX_SIGNATURES = {
 SHAPES = [(1, 1, 1), (17, 17, 17), (3, 41, 132), (65, 9, 3), (65, 24, 132)]
 GPU_SHAPES = [(1, 1, 1), (1, 4097, 1), (4097, 1, 3), (1023, 517, 769), (1000, 1000, 1000),
               (256, 4096, 256), (2048, 2048, 2048)]
-
-
-def operands(rng, m, k, n):
-    return (rng.standard_normal((m, k)).astype(np.float32),
-            rng.standard_normal((k, n)).astype(np.float32))
-
-
-def assert_product(c, a, b, name="c"):
-    rtol, atol = mm.tolerance(a, b)
-    check(c, mm.matmul_float64(a, b), name=name, rtol=rtol, atol=atol)
 
 
 @pytest.fixture
