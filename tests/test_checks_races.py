@@ -222,7 +222,7 @@ def test_a_race_free_launch_with_wrong_values_fails_with_them(rng):
     """The traced launch's values are compared too: on the simulator the value cases of
     a cooperative kernel run one block, so this is the one case with several."""
     case = _own_block_case(_own_block_max_kernel, rng)()
-    assert not case.passed and case.always_shown
+    assert not case.passed and not case.always_shown  # no race: the value cases run too
     assert case.description == "the values are right, traced at [3, 16] on n=101"
     assert case.detail.startswith("at [3, 16] on n=101 the values are wrong: your result: ")
 

@@ -356,13 +356,15 @@ def run_cases(exercise, cases, run, *, rtol=None, atol=None, repeats=REPEATS, ra
     times under the time limit and must make the launches the exercise's launch rule
     demands; the first failure of a case is reported. `race` (kernels.checks.races)
     makes the race case: on the simulator it runs first and a race ends the check
-    (the cases would pass there whatever a GPU gives); on a GPU it runs last."""
+    (the cases would pass there whatever a GPU gives; wrong values under the tracer do
+    not: the value cases run, and the race case is reported last); on a GPU it runs
+    last."""
     if DEFERRED:
         return Report(exercise, [Case("not run inside the notebook: the grader runs this "
                                       "check itself once the notebook has finished", True,
                                       "")])
     first = race() if race is not None and SIMULATOR else None  # None: nothing traced
-    if first is not None and not first.passed:
+    if first is not None and not first.passed and first.always_shown:  # a race, not values
         return Report(exercise, [first])
     rule = _launch_rule(exercise)
     given = getattr(run, "given", None)  # the output as a kernel receives it (launched_on_device)
