@@ -28,7 +28,8 @@ def test_reach_names_the_grader_s_modules_and_introspection():
             return sys._getframe().f_back, gc.get_objects()
         """))
     grader, introspection, flags = reach.reach(extract.needed(found, ["f"]))
-    assert grader == ["kernels.checks", "kernels.checks.core", "kernels.grading.answers"]
+    assert grader == ["kernels.checks", "kernels.checks.core", "kernels.grading.answers",
+                      "sys.modules (every loaded module, the grader's among them)"]
     assert {"_getframe", "f_back", "gc", "get_objects"} <= set(introspection)
     assert flags == []
 
@@ -63,6 +64,29 @@ def test_the_chapter_s_import_line_is_no_use_of_the_grader_s_modules():
     "import kernels\ndef f(x):\n    return vars(kernels)",
     "from kernels import streams\ndef f(x):\n    return streams.__dict__",
     "import importlib\ndef f(x):\n    return importlib.import_module('kernels.checks')",
+    # the outside attack of 2026-11-27 (attack9): routes the reading could not name
+    "def f(x):\n    exec('from kernels.checks import launches as L', globals())",
+    "import sys\ndef f(x):\n    return getattr(sys.modules['kernels'], 'che' + 'cks')",
+    "import sys\ndef f(x):\n    return vars(sys.modules['kernels'])['checks']",
+    "from sys import modules\ndef f(x, k):\n    return modules[type(k).__call__.__module__]",
+    "def f(x):\n    return __import__('kernels.ch' + 'ecks.launches')",
+    "def f(x, code):\n    return eval(code)",
+    "def f(x, m):\n    return getattr(m(), 'checks')",
+    "def f(x, m):\n    return m().__dict__",
+    "_s = 'from kernels.checks import launches'\ndef f(x):\n    exec(_s)",
 ])
 def test_a_use_of_the_grader_s_modules_is_found_by_any_spelling(source):
     assert reached(source)[0]
+
+
+@pytest.mark.parametrize("source", [
+    "import numpy as np\ndef f(x):\n    return getattr(np, 'float' + '32')(x)",
+    "def f(x):\n    return eval('x + 1')",
+    "def f(x):\n    return getattr(x, 'shape')",
+    # a module of the student's, made from a string the reading holds (tests/planted.py)
+    "import sys, types\n_m = types.ModuleType('mine')\nsys.modules[_m.__name__] = _m\n"
+    "_source = 'def g(x):\\n    return x'\nexec(compile(_source, 'mine', 'exec'), _m.__dict__)\n"
+    "def f(x):\n    return _m.g(x)",
+])
+def test_computed_reads_of_objects_it_can_name_are_no_use_of_the_grader(source):
+    assert reached(source)[0] == []

@@ -8,8 +8,10 @@ uses are not among them (kernels.grading.extract.statements splits such an impor
 the chapter's own `from kernels import checks, harness, plots, streams` costs nothing,
 while a use of kernels.checks by any spelling the imports allow (an alias, an attribute,
 getattr with a name in a string, a string naming the module) is found. A name computed
-at run time cannot be read here: a computed attribute of the course's package counts as
-reaching the grader's modules (the reading fails closed).
+at run time cannot be read here, so the reading fails closed: a computed attribute of
+the course's package, the module table (sys.modules), code or an import from a string
+built at run time, and an attribute read by a computed name of an object it cannot
+name all count as reaching the grader's modules (_unreadable).
 """
 
 import ast
@@ -33,18 +35,100 @@ SIMULATOR_FLAGS = {"ENABLE_CUDASIM", "NUMBA_ENABLE_CUDASIM", "SIMULATOR", "simul
                    "is_available", "FakeCUDAKernel", "FakeCUDAArray"}
 
 
+# Calls that run or import what a string names: given a string built at run time, what
+# they reach cannot be read here (the reading fails closed)
+RUNS_STRINGS = {"exec", "eval", "compile"}
+IMPORTS_STRINGS = {"__import__", "import_module"}
+GRADER_NAMES = {g.rpartition(".")[2] for g in GRADER}  # checks, grading, simulator
+
+
+def _called(n):
+    """The name a call calls (`exec`, `importlib.import_module` -> import_module)."""
+    if not isinstance(n, ast.Call):
+        return None
+    return n.func.id if isinstance(n.func, ast.Name) else n.func.attr if isinstance(
+        n.func, ast.Attribute) else None
+
+
+def _source(n):
+    """The Python source a string constant holds: any multi-line string (a module the
+    notebook execs), any string that exec, eval or compile is given, any string bound to
+    a name."""
+    if isinstance(n, ast.Constant) and isinstance(n.value, str) and "\n" in n.value:
+        return n.value
+    if _called(n) in RUNS_STRINGS and n.args and isinstance(n.args[0], ast.Constant) and \
+            isinstance(n.args[0].value, str):
+        return n.args[0].value
+    if isinstance(n, ast.Assign) and isinstance(n.value, ast.Constant) and \
+            isinstance(n.value.value, str):
+        return n.value.value  # a name bound to a string, which exec may run (_strings)
+    return None
+
+
 def _nodes(node, depth=0):
-    """Every node of `node`, and of the Python source that a string constant in it holds
-    (a module the notebook execs from a string), to a few levels."""
+    """Every node of `node`, and of the Python source that its strings hold (_source),
+    to a few levels."""
     for n in ast.walk(node):
         yield n
-        if depth < 3 and isinstance(n, ast.Constant) and isinstance(n.value, str) and \
-                "\n" in n.value:
+        source = _source(n) if depth < 3 else None
+        if source is not None:
             try:
-                inner = ast.parse(n.value)
+                inner = ast.parse(source)
             except (SyntaxError, ValueError, RecursionError, MemoryError):
                 continue
             yield from _nodes(inner, depth + 1)
+
+
+def _strings(kept):
+    """{name: text} of the names the kept statements bind to a string constant at their
+    top level (`_source = "..."`): exec of such a name runs a string the reading holds."""
+    found = {}
+    for s in kept:
+        n = s.node
+        if isinstance(n, ast.Assign) and isinstance(n.value, ast.Constant) and \
+                isinstance(n.value.value, str):
+            found.update({t.id: n.value.value for t in n.targets if isinstance(t, ast.Name)})
+    return found
+
+
+def _registered(kept, roots):
+    """The ids of the `sys.modules` nodes that only register a module (`sys.modules[name]
+    = module`): a store reads nothing of the table."""
+    return {id(n.value) for s in kept for n in _nodes(s.node)
+            if isinstance(n, ast.Subscript) and isinstance(n.ctx, ast.Store)
+            and "sys.modules" in _spellings(dotted(n.value) or "", roots)}
+
+
+def _readable(arg, strings):
+    """Whether the code or name `arg` gives is one the reading holds: a string constant,
+    a name bound to one (_strings), or compile() of either."""
+    if _called(arg) == "compile" and arg.args:
+        arg = arg.args[0]
+    return (isinstance(arg, ast.Constant) and isinstance(arg.value, str)
+            or isinstance(arg, ast.Name) and arg.id in strings)
+
+
+def _unreadable(n, roots, strings=(), registered=()):
+    """What in node `n` reaches modules the reading cannot name, so that it may reach the
+    grader's: a read of the module table, code or an import from a string built at run
+    time (not one of `strings`, _strings), an attribute read by a computed name (or the
+    grader's module names) of an object the reading cannot name; or None."""
+    if isinstance(n, (ast.Name, ast.Attribute)) and id(n) not in registered and \
+            "sys.modules" in _spellings(dotted(n) or "", roots):
+        return "sys.modules (every loaded module, the grader's among them)"
+    called = _called(n)
+    computed = bool(called and n.args) and not _readable(n.args[0], strings)
+    if called in RUNS_STRINGS and computed:
+        return f"{called}() of a string built at run time"
+    if called in IMPORTS_STRINGS and computed:
+        return f"{called}() of a name built at run time"
+    if called in ("getattr", "vars") and n.args and dotted(n.args[0]) is None:
+        key = n.args[1] if called == "getattr" and len(n.args) >= 2 else None
+        if not (isinstance(key, ast.Constant) and key.value not in GRADER_NAMES):
+            return f"{called}() on an object named only at run time"
+    if isinstance(n, ast.Attribute) and n.attr == "__dict__" and dotted(n.value) is None:
+        return "__dict__ of an object named only at run time"
+    return None
 
 
 def _imported(kept):
@@ -101,6 +185,7 @@ def reach(kept):
     an import binds that the answer never uses are not kept (statements)."""
     grader, introspection, flags = set(), set(), set()
     roots = _imported(kept)
+    strings, registered = _strings(kept), _registered(kept, roots)
     for s in kept:
         for n in _nodes(s.node):
             modules = _by_name(n, roots)
@@ -114,6 +199,9 @@ def reach(kept):
                 modules = [n.value]  # sys.modules["kernels.checks.core"], import_module(...)
             grader |= {m for m in modules if m.endswith(" by a computed name")
                        or any(m == g or m.startswith(g + ".") for g in GRADER)}
+            unreadable = _unreadable(n, roots, strings, registered)
+            if unreadable:
+                grader.add(unreadable)
             name = n.id if isinstance(n, ast.Name) else n.attr if isinstance(
                 n, ast.Attribute) else None
             if name in INTROSPECTION:
