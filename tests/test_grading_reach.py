@@ -45,6 +45,21 @@ def test_an_answer_that_asks_whether_it_runs_on_the_simulator_is_found(source):
     assert reached(source)[2]
 
 
+def test_an_import_of_a_grader_module_that_binds_only_the_package_is_no_use_of_it():
+    # `import kernels.checks` binds `kernels`; the answer reads kernels.streams only
+    assert reached("""
+        import kernels.checks
+        import kernels.streams
+        def f(a, chunks):
+            return kernels.streams.chunk_bounds(len(a), chunks)
+        """)[0] == []
+    assert reached("""
+        import kernels.checks
+        def f(a):
+            return kernels.checks.core
+        """)[0] == ["kernels.checks", "kernels.checks.core"]
+
+
 def test_the_chapter_s_import_line_is_no_use_of_the_grader_s_modules():
     # `checks` is bound beside `streams` by the chapter's own line; the answer uses streams
     assert reached("""

@@ -186,11 +186,16 @@ def reach(kept):
     grader, introspection, flags = set(), set(), set()
     roots = _imported(kept)
     strings, registered = _strings(kept), _registered(kept, roots)
+    spelled = {m for s in kept for n in _nodes(s.node)
+               if isinstance(n, (ast.Name, ast.Attribute))
+               for m in _spellings(dotted(n) or "", roots)}
     for s in kept:
         for n in _nodes(s.node):
             modules = _by_name(n, roots)
-            if isinstance(n, ast.Import):
-                modules = [a.name for a in n.names]
+            if isinstance(n, ast.Import):  # `import a.b` binds only `a`: a.b is used
+                modules = [a.name for a in n.names  # where the code spells it
+                           if a.asname or any(m == a.name or m.startswith(a.name + ".")
+                                              for m in spelled)]
             elif isinstance(n, ast.ImportFrom) and n.module:
                 modules = [n.module] + [f"{n.module}.{a.name}" for a in n.names]
             elif isinstance(n, ast.Attribute):
