@@ -111,8 +111,8 @@ def _readable(arg, strings):
 def _unreadable(n, roots, strings=(), registered=()):
     """What in node `n` reaches modules the reading cannot name, so that it may reach the
     grader's: a read of the module table, code or an import from a string built at run
-    time (not one of `strings`, _strings), an attribute read by a computed name (or the
-    grader's module names) of an object the reading cannot name; or None."""
+    time (not one of `strings`, _strings); or None. (An attribute read by a computed
+    name of an object the reading cannot name: _by_name.)"""
     if isinstance(n, (ast.Name, ast.Attribute)) and id(n) not in registered and \
             "sys.modules" in _spellings(dotted(n) or "", roots):
         return "sys.modules (every loaded module, the grader's among them)"
@@ -122,12 +122,6 @@ def _unreadable(n, roots, strings=(), registered=()):
         return f"{called}() of a string built at run time"
     if called in IMPORTS_STRINGS and computed:
         return f"{called}() of a name built at run time"
-    if called in ("getattr", "vars") and n.args and dotted(n.args[0]) is None:
-        key = n.args[1] if called == "getattr" and len(n.args) >= 2 else None
-        if not (isinstance(key, ast.Constant) and key.value not in GRADER_NAMES):
-            return f"{called}() on an object named only at run time"
-    if isinstance(n, ast.Attribute) and n.attr == "__dict__" and dotted(n.value) is None:
-        return "__dict__ of an object named only at run time"
     return None
 
 
@@ -158,8 +152,9 @@ def _spellings(name, roots):
 def _by_name(n, roots):
     """The dotted names a call reaches by a name held in a string (`getattr(k, "checks")`
     -> k.checks and its spellings); a computed name, `vars(m)` or `m.__dict__` on the
-    course's package or one of its modules reaches every module it holds, so it counts
-    as reaching the grader's (the static reading cannot tell which: it fails closed)."""
+    course's package or one of its modules, or on an object named only at run time,
+    may reach every module it holds, so it counts as reaching the grader's (the static
+    reading cannot tell which: it fails closed)."""
     if isinstance(n, ast.Attribute) and n.attr == "__dict__":
         holder, key = n.value, None
     elif isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.args and (
@@ -168,9 +163,11 @@ def _by_name(n, roots):
     else:
         return []
     base = dotted(holder)
-    if base is None:
-        return []
-    if isinstance(key, ast.Constant) and isinstance(key.value, str):
+    named = isinstance(key, ast.Constant) and isinstance(key.value, str)
+    if base is None:  # an object named only at run time may be a module of the grader's
+        return [] if named and key.value not in GRADER_NAMES else [
+            "an object named only at run time, read by a computed name"]
+    if named:
         return _spellings(f"{base}.{key.value}", roots)
     if any(m == "kernels" or m.startswith("kernels.") for m in _spellings(base, roots)):
         return [f"{base}.* by a computed name"]
