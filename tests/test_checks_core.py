@@ -9,7 +9,7 @@ import pytest
 
 from numba import cuda
 
-from kernels.checks import core
+from kernels.checks import core, steps
 from kernels.harness import MismatchError
 
 
@@ -17,7 +17,7 @@ from kernels.harness import MismatchError
 @pytest.mark.parametrize("where", [0, -1])
 def test_a_write_past_either_end_of_an_output_is_caught(dtype, where):
     values = np.arange(12, dtype=dtype).reshape(3, 4)
-    out = core.DeviceOutput(values)
+    out = steps.DeviceOutput(values)
     assert out.array.shape == (3, 4)
     assert (out.read("out") == values).all()  # untouched: read back as it was
     band = out.buffer.copy_to_host()
@@ -31,10 +31,12 @@ def test_a_write_past_either_end_of_an_output_is_caught(dtype, where):
 def test_the_time_limit_is_read_at_each_call(monkeypatch):
     monkeypatch.setattr(core, "TIME_LIMIT_S", 0.2)
     start = time.monotonic()
-    with pytest.raises(core.TimeLimitExceeded, match="did not finish within 0 s"):
-        core.call_with_time_limit(time.sleep, 60)  # far longer than the limit, however loaded
+    report = core.run_cases("saxpy", [("n=1", 60, 0)], time.sleep)  # far longer, however loaded
+    assert "did not finish within 0 s" in report.cases[0].detail and report.timed_out
     assert time.monotonic() - start < 30
-    assert core.call_with_time_limit(lambda: 7, seconds=5) == 7
+    with pytest.raises(steps.TimeLimitExceeded, match="did not finish within 0 s"):
+        steps.call_with_time_limit(time.sleep, 60, seconds=0.2)
+    assert steps.call_with_time_limit(lambda: 7, seconds=5) == 7
 
 
 def test_deferred_checks_run_nothing(monkeypatch):
@@ -100,7 +102,7 @@ def test_the_book_build_shows_a_report_in_one_line(monkeypatch):
     assert str(core.Report("saxpy", cases[:1] * 3)) == "saxpy: all 3 checks passed."
 
 
-@core.answer_step
+@steps.answer_step
 def _left_as_given(kernel, configuration, args, output, output_name):
     return args[output]  # what a kernel that writes nothing gives back
 
@@ -177,10 +179,10 @@ def test_a_step_runs_beside_the_subject_here_or_elsewhere():
             asked.append((name, args))
             return 42
 
-    assert core.answer_side(lambda a, b: a + b, core.call, 2, 3) == 5
-    assert core.answer_side(Remote(), core.call, 2, 3) == 42
-    assert asked == [("kernels.checks.core:call", (2, 3))]
-    assert core.STEPS["kernels.checks.core:launch_guarded"] is core.launch_guarded
+    assert core.answer_side(lambda a, b: a + b, steps.call, 2, 3) == 5
+    assert core.answer_side(Remote(), steps.call, 2, 3) == 42
+    assert asked == [("call", (2, 3))]
+    assert steps.STEPS["launch_guarded"] is steps.launch_guarded
 
 
 @cuda.jit

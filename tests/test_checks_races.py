@@ -9,7 +9,7 @@ from numba import cuda
 import kernels
 from kernels import (atomics, cooperative, gridstride, histogram, matmul, mutex, reduction,
                      streams, trace)
-from kernels.checks import core, races
+from kernels.checks import core, races, steps
 
 pytestmark = pytest.mark.skipif(not kernels.SIMULATOR, reason="traces on the simulator")
 
@@ -248,7 +248,7 @@ def test_the_expected_values_never_travel_to_the_answer(rng):
     class Recorded(core.Elsewhere):
         def run(self, name, args):
             sent.append((name, args))
-            return core.STEPS[name](_own_block_max_kernel, *args)
+            return steps.STEPS[name](_own_block_max_kernel, *args)
 
     x = rng.uniform(-50, 100, 101).astype(np.float32)
     expected = np.full_like(x, 12345.5)  # a value no input holds
@@ -256,7 +256,7 @@ def test_the_expected_values_never_travel_to_the_answer(rng):
                         output=1)()
     assert not case.passed and "the values are wrong" in case.detail
     (name, args), = sent
-    assert name == core.step_name(races.traced_launch)
+    assert name == "traced_launch"
     flat = [a for arg in args for a in (arg if isinstance(arg, (tuple, list)) else (arg,))]
     assert not any(isinstance(a, np.ndarray) and (a == 12345.5).any() for a in flat)
 
@@ -289,7 +289,7 @@ def test_a_spin_on_a_lock_that_never_comes_free_is_named_as_the_likely_cause(mon
         return out.copy_to_host()
 
     keys = np.arange(200, dtype=np.int32) % 4
-    case = core.Case(*core.answer_side(locked_count, races.traced_call, "n=200", (keys,)))
+    case = races.host(locked_count, (keys,), "n=200")()
     assert not case.passed and case.grader_limit
     assert "the locks in locks never became free" in case.detail
     assert "never set to 0 before the launch" in case.detail

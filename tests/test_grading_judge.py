@@ -46,3 +46,81 @@ def test_a_case_stopped_by_the_sandbox_s_limit_is_the_grader_s_not_the_student_s
     wrong = core.Report("histogram_256", [core.Case("n=17", False, "expected 3, got 4")])
     judge.limits_reached(wrong)
     assert wrong.grader_limits == [] and wrong.cases[0].detail == "expected 3, got 4"
+
+
+HISTOGRAM = '''\
+import numpy as np
+from numba import cuda
+
+
+@cuda.jit
+def _hist(data, hist):
+    s = cuda.shared.array(256, np.int32)
+    t = cuda.threadIdx.x
+    for j in range(t, 256, cuda.blockDim.x):
+        s[j] = 0
+        cuda.atomic.add(s, j, 0)
+    cuda.syncthreads()
+    for i in range(cuda.grid(1), data.size, cuda.gridsize(1)):
+        {count}
+    cuda.syncthreads()
+    for j in range(t, 256, cuda.blockDim.x):
+        cuda.atomic.add(hist, j, s[j])
+
+
+def histogram_256(data):
+{before}
+    d = cuda.to_device(data)
+    h = cuda.to_device(np.zeros(256, np.int32))
+    _hist[8, 128](d, h)
+    return h.copy_to_host().astype(np.int64)
+'''
+# What the answer's process could see of the checker's deciding half, if it were there:
+# a correct answer that gives wrong counts wherever it finds any of it
+LOOKS_FOR_THE_CHECKER = '''\
+    import importlib.util
+    for name in ("core", "histogram", "races", "points", "hints"):
+        if importlib.util.find_spec("kernels.checks." + name) is not None:
+            return np.zeros(256, np.int64)'''
+# A racy answer (a plain += on shared counters) that makes the tracer's analyses, in
+# its own process, find nothing
+BLINDS_THE_ANALYSES = '''\
+    import kernels.trace as tracer
+    from kernels.trace import hazards
+    tracer.races = tracer.stream_races = tracer.barriers = lambda *a, **k: []
+    hazards.races = hazards.stream_races = hazards.barriers = lambda *a, **k: []'''
+
+
+def _checked(tmp_path, before, count):
+    """judge.check of atomics-ex-256 on a notebook of HISTOGRAM, in an answer process
+    started as the grader starts one (without the sandbox, and without the static
+    reading, which would refuse these answers before they run: what is tested is what
+    the answer's process can do)."""
+    from kernels.checks import registry
+    from kernels.grading import package, runner, sandbox
+    from planted import notebook, write
+
+    runner_files = package.files()
+    package.write(package.answer_side(runner_files), tmp_path / runner.PACKAGE_OF["answers"])
+    write(notebook([HISTOGRAM.format(before=before, count=count)], "atomics"),
+          tmp_path / "submission.ipynb")
+    sandbox.readable(tmp_path)
+    job = {"folder": str(tmp_path), "sandboxed": False, "names": ["histogram_256"],
+           "kernel_only": False, "check_seconds": 60}
+    answer = judge.Answer(judge.starter(job), ["histogram_256"])
+    try:
+        return judge.check(registry.EXERCISES["atomics-ex-256"], answer)
+    finally:
+        answer.close()
+
+
+def test_the_answer_s_process_holds_no_deciding_half_of_the_checkers(tmp_path):
+    passed, report, flag = _checked(tmp_path, LOOKS_FOR_THE_CHECKER,
+                                    "cuda.atomic.add(s, data[i], 1)")
+    assert passed, report
+
+
+def test_what_the_answer_changes_in_its_process_cannot_change_the_race_verdict(tmp_path):
+    passed, report, _ = _checked(tmp_path, BLINDS_THE_ANALYSES, "s[data[i]] += 1")
+    assert not passed
+    assert "lost update" in report, report

@@ -11,9 +11,10 @@ or streams can conflict, the answer is also traced once at a small launch and fa
 on a race (kernels.checks.races), on the simulator too.
 
 Each checker is written in two halves (kernels.checks.core): the cases, references and
-comparison, and the answer steps that run beside the reader's function. In a notebook
-both run here; under the grader the first half runs in its judge and the steps in a
-process of their own, so that the reader's code never meets the comparison.
+comparison, and the answer steps that run beside the reader's function
+(kernels.checks.steps). In a notebook both run here; under the grader the first half
+runs in its judge and the steps in a process of their own, which has no other module
+of this package, so that the reader's code never meets the comparison.
 """
 
 import importlib
@@ -22,7 +23,7 @@ import pkgutil
 
 def gather():
     """Import every checker module and put its __all__ in this namespace (readers call
-    `checks.<name>`; an answer process needs every answer step registered): on first use,
+    `checks.<name>`): on first use,
     not on import, so that a process that needs only the exercise table
     (kernels.checks.registry, which imports through this package) does not import Numba
     (the grader's command line). Returns the names."""

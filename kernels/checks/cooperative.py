@@ -12,14 +12,11 @@ blocks other than the first take part.
 """
 
 import numpy as np
-from numba import cuda
 
 import kernels
-from kernels import SIMULATOR, cooperative, hardware
-from kernels.checks import launches
-from kernels.checks import core, races
-from kernels.checks.core import (DeviceOutput, answer_side, answer_step, calling,
-                                   run_cases)
+from kernels import SIMULATOR, hardware
+from kernels.checks import core, launches, races, steps
+from kernels.checks.core import answer_side, calling, run_cases
 
 __all__ = ["rotate_rows", "normalize_by_max", "jacobi_until_converged"]
 
@@ -29,7 +26,7 @@ RACE_LAUNCH = (3, 16)  # blocks, threads: the race case, every block live
 
 def _grids(kernel, args, checker):
     """(blocks, threads) launches for `kernel`: the largest cooperative grid, and 3."""
-    limit = answer_side(kernel, cooperative_limit, args, checker)
+    limit = answer_side(kernel, steps.cooperative_limit, args, THREADS, checker)
     if not isinstance(limit, int) or limit < 1:  # said by the answer's process
         raise ValueError(f"the largest cooperative grid came back as {limit!r}")
     return sorted({(limit, THREADS), (min(3, limit), THREADS)})
@@ -39,13 +36,6 @@ def _not_a_kernel(exercise, err):
     """The report on an answer that is no kernel: the checker's words, not an error the
     answer raised."""
     return core.Report(exercise, [core.Case("your answer is a CUDA kernel", False, str(err))])
-
-
-@answer_step
-def cooperative_limit(kernel, args, checker):
-    """The most blocks of THREADS a cooperative launch of `kernel` may have."""
-    launches.require_kernel(kernel, checker)  # the grid's limit is asked of the kernel
-    return int(cooperative.max_cooperative_blocks(kernel, args, THREADS))
 
 
 def rotate_rows(kernel):
@@ -70,7 +60,7 @@ def rotate_rows(kernel):
                           (blocks, threads, m), expected))
 
     def run(inputs):
-        return answer_side(kernel, rotated, *inputs)
+        return answer_side(kernel, steps.rotated, *inputs)
 
     m = np.full((3, 97), -1, np.int32)  # two grid-stride rounds or more per thread
     m[0] = rng.integers(0, 10**6, 97)
@@ -104,7 +94,7 @@ def normalize_by_max(kernel):
                           x / x.max()))
 
     def run(inputs):
-        return answer_side(kernel, normalized, *inputs)
+        return answer_side(kernel, steps.normalized, *inputs)
 
     x = rng.uniform(-50, 100, 101).astype(np.float32)  # 2 rounds or more per thread
     # the maximum in one block's share only: a block that divides by its own maximum
@@ -113,23 +103,6 @@ def normalize_by_max(kernel):
     return run_cases("normalize_by_max", cases, run, race=races.kernel(
         kernel, RACE_LAUNCH, (x, np.full_like(x, np.nan), np.full(1, -np.inf, np.float32)),
         "[3, 16] on n=101", expected=x / x.max(), output=1))
-
-
-@answer_step
-def rotated(kernel, blocks, threads, m):
-    """m after kernel[blocks, threads](m) on the device, inside a DeviceOutput."""
-    work = DeviceOutput(m)
-    kernel[blocks, threads](work.array)
-    return work.read("m")
-
-
-@answer_step
-def normalized(kernel, blocks, threads, x):
-    """out after kernel[blocks, threads](x, out, peak) on the device, peak = [-inf]."""
-    out = DeviceOutput(np.full_like(x, np.nan))
-    kernel[blocks, threads](core.guarded_input(x), out.array,
-                            cuda.to_device(np.full(1, -np.inf, np.float32)))
-    return out.read("out")
 
 
 def _sweep(v):

@@ -6,25 +6,26 @@ rule, counted by kernels.checks.launches): an answer computed on the host fails.
 A checker is written in two halves, so that the grader can keep them in separate
 processes. The half that decides (the cases, drawn from `rng`; the references; the
 tolerances; the comparison in `run_cases`) never calls the student's function itself:
-every step that does is a module-level function marked `@answer_step` and called as
+every step that does is one of kernels.checks.steps, called as
 ``answer_side(subject, step, *plain_arguments)``. In a reader's notebook the subject is
 their own function and the step runs right there. Under the grader the subject is an
 `Elsewhere`: kernels.grading.judge runs the deciding half, and each step travels as
 its name and plain arguments (arrays and numbers, kernels.grading.channel) to
 kernels.grading.answers, the only process where the student's code was ever loaded,
-which sends back the step's plain result. The student's code therefore meets a case's
-inputs and nothing else of the checker.
+which has kernels.checks.steps and none of the deciding half, and sends back the
+step's plain result. The student's code therefore meets a case's inputs and nothing
+else of the checker.
 """
 
 import dataclasses
 import os
-import threading
 
 import numpy as np
-from numba import cuda
 
 from kernels import SIMULATOR
-from kernels.checks import launches, registry
+from kernels.checks import launches, registry, steps
+from kernels.checks.steps import (TimeLimitExceeded, call, call_with_time_limit,
+                                  launch_guarded)
 from kernels.harness import MismatchError, check
 
 TIME_LIMIT_S = 60.0 if SIMULATOR else 20.0  # read at each call: the grader may lower it
@@ -48,7 +49,6 @@ DEFERRED = False
 # debug against. The grader's judge sets a secret of its own for each grading run, and
 # every case is drawn from it (rng): no notebook can know them in advance.
 SECRET = None
-STEPS = {}  # "module:name" -> step: what an answer process may be asked to run
 
 
 def rng(seed):
@@ -75,16 +75,6 @@ def beyond_16_bits(rng, dtype=np.int32):
     return x
 
 
-def answer_step(step):
-    """Mark step(subject, *args) as a part of a checker that runs beside the student's
-    function, given plain arguments; it returns plain data (arrays, numbers, tuples)."""
-    STEPS[step_name(step)] = step
-    return step
-
-
-def step_name(step):
-    return f"{step.__module__}:{step.__qualname__}"
-
 
 class Elsewhere:
     """A student's function that lives in another process (the grader's stand-in,
@@ -98,19 +88,11 @@ def answer_side(subject, step, *args):
     """step(subject, *args), beside the subject: here, or in the subject's process; while
     run_cases asks what the answer gives without its kernels, run as `unlaunched`."""
     if _unlaunched.on:
-        step, args = unlaunched, (step_name(step), *args)
+        step, args = steps.unlaunched, (step.__name__, *args)
     if isinstance(subject, Elsewhere):
-        return subject.run(step_name(step), args)
+        return subject.run(step.__name__, args)
     with launches.poisoned():
         return step(subject, *args)
-
-
-@answer_step
-def unlaunched(subject, name, *args):
-    """STEPS[name](subject, *args) with every launch of a kernel but Numba's own skipped
-    (launches.skipped): what an answer returns when its kernels do nothing."""
-    with launches.skipped():
-        return STEPS[name](subject, *args)
 
 
 class _WithoutKernels:
@@ -130,64 +112,12 @@ class _WithoutKernels:
 _unlaunched = _WithoutKernels()
 
 
-@answer_step
-def call(fn, *args):
-    """fn(*args): a host function's answer, as it returned it."""
-    return fn(*args)
-
-
 def calling(fn):
     """run(inputs) for run_cases: the student's host function called with the case's
     inputs (a tuple, or one value), beside it."""
     def run(inputs):
         return answer_side(fn, call, *(inputs if isinstance(inputs, tuple) else (inputs,)))
     return run
-
-
-GUARD = 64  # poisoned elements on each side of an output that a checker gives a kernel
-
-
-class TimeLimitExceeded(RuntimeError):
-    pass
-
-
-class DeviceOutput:
-    """An array in device memory, for a kernel to write, with GUARD poisoned elements on
-    each side: a kernel that writes past either end is caught, on a GPU too, where no
-    bounds check stops it. Pass `.array` to the kernel; `read(name)` copies it back."""
-
-    def __init__(self, values):
-        values = np.ascontiguousarray(values)
-        self.shape = values.shape
-        kind = values.dtype.kind
-        poison = np.full(GUARD, -7.5e33 if kind == "f" else -123_456 if kind == "i" else 0xA5,
-                         values.dtype)
-        self.band = poison.view(np.uint8)
-        self.buffer = cuda.to_device(np.concatenate([poison, values.ravel(), poison]))
-        self.array = self.buffer[GUARD:GUARD + values.size].reshape(values.shape)
-
-    def read(self, name):
-        flat = self.buffer.copy_to_host()
-        for side, band in (("before the start", flat[:GUARD]), ("past the end", flat[-GUARD:])):
-            changed = int((band.view(np.uint8) != self.band).reshape(GUARD, -1).any(1).sum())
-            if changed:
-                raise MismatchError(f"your kernel wrote {side} of `{name}`: {changed} of the "
-                                    f"{GUARD} elements there changed (a missing bounds check?)")
-        return flat[GUARD:-GUARD].reshape(self.shape)
-
-
-def guarded_input(values):
-    """`values` in device memory for a kernel to read: a view of a larger array whose
-    GUARD elements on each side hold a value that changes any result it enters (NaN; an
-    integer type's largest), so that a kernel reading past either end gets a wrong result
-    on a GPU too, where no bounds check stops it (the simulator's view raises IndexError,
-    as its array would)."""
-    values = np.ascontiguousarray(values)
-    kind = values.dtype.kind
-    poison = np.full(GUARD, np.nan if kind in "fc" else np.iinfo(values.dtype).max
-                     if kind in "iu" else 1, values.dtype)
-    buffer = cuda.to_device(np.concatenate([poison, values.ravel(), poison]))
-    return buffer[GUARD:GUARD + values.size].reshape(values.shape)
 
 
 class launched_on_device:
@@ -208,49 +138,6 @@ class launched_on_device:
     def given(self, inputs):
         _, _, args, output = self.launch(inputs)
         return args[output]
-
-
-@answer_step
-def launch_guarded(kernel, configuration, args, output, output_name):
-    """kernel[configuration](*args) with the arrays in device memory, argument number
-    `output` inside a DeviceOutput, the others inside guard bands (guarded_input); what
-    the kernel wrote comes back checked for strays."""
-    # said plainly, not as whatever the arrays' types make a host function raise
-    launches.require_kernel(kernel, "this exercise")
-    guarded = DeviceOutput(args[output])
-    kernel[configuration](*[
-        guarded.array if i == output else
-        guarded_input(arg) if isinstance(arg, np.ndarray) else arg
-        for i, arg in enumerate(args)])
-    return guarded.read(output_name)
-
-def call_with_time_limit(fn, *args, seconds=None):
-    """Run fn(*args) in a worker thread; raise TimeLimitExceeded if it does not return
-    within `seconds` (default: TIME_LIMIT_S).
-
-    A deadlocked kernel cannot be stopped from Python: the report says so, and that
-    the runtime must be restarted, instead of freezing the notebook."""
-    seconds = TIME_LIMIT_S if seconds is None else seconds
-    result = {}
-
-    def target():
-        try:
-            result["value"] = fn(*args)
-        except BaseException as err:  # reported, not lost in the thread
-            result["error"] = err
-
-    worker = threading.Thread(target=target, daemon=True)
-    worker.start()
-    worker.join(seconds)
-    if worker.is_alive():
-        raise TimeLimitExceeded(
-            f"did not finish within {seconds:.0f} s. A kernel that never returns is "
-            "usually a deadlock (a lock that is never released, or threads waiting at a "
-            "barrier some threads never reach). It may still be running: restart the "
-            "runtime before going on.")
-    if "error" in result:
-        raise result["error"]
-    return result["value"]
 
 
 @dataclasses.dataclass

@@ -10,10 +10,10 @@ these shows, that the arithmetic is the likeliest culprit.
 import numpy as np
 
 from kernels import trace
-from kernels.checks.core import answer_side, answer_step, call_with_time_limit
+from kernels.checks import races, steps
+from kernels.checks.core import answer_side
 
 __all__ = []  # used by the checkers, not called by readers
-TRACE_TIME_LIMIT_S = 30.0
 SHOWN = 4  # elements or threads named in one line
 MAX_LINE = 2000  # characters of the tracer's line in a report
 
@@ -36,41 +36,38 @@ def attach(report, cases, launch_of, *, gridstride=False, every_element=True):
             return report  # a hung kernel would hang the tracer too
         kernel, configuration, args, output = launch_of(inputs)
         try:
-            outcome, line = answer_side(kernel, traced_hint, configuration, args, output,
-                                        gridstride, every_element)
+            t = races.decoded(answer_side(kernel, steps.traced_hint, configuration, args))
         except Exception:  # the process that ran the answer ended: the failure says enough
             return report
-        if outcome == "too large":
-            continue  # try a smaller failing case
-        if line:
-            case.detail += f"\n        the tracer: {str(line)[:MAX_LINE]}"
+        if isinstance(t, tuple):
+            if t[0] == "too large":
+                continue  # try a smaller failing case
+            return report  # the tracer cannot say more than the failure already does
+        try:
+            line = hint(t, args, output, gridstride, every_element)
+        except Exception:  # a trace of another form than the launch's (its arrays)
+            return report
+        case.detail += f"\n        the tracer: {str(line)[:MAX_LINE]}"
         return report
     return report
 
 
-@answer_step
-def traced_hint(kernel, configuration, args, output, gridstride, every_element):
-    """(outcome, line): ("too large", None) for a launch too large to trace, ("none",
-    None) where the tracer cannot say more than the failure, else ("hint", the line)."""
-    try:
-        return "hint", call_with_time_limit(kernel_hint, kernel, configuration, args, output,
-                                            gridstride, every_element,
-                                            seconds=TRACE_TIME_LIMIT_S)
-    except trace.TraceTooLarge:
-        return "too large", None
-    except Exception:  # the tracer cannot say more than the failure already does
-        return "none", None
-
-
 def kernel_hint(kernel, configuration, args, output, gridstride=False, every_element=True):
-    """The likeliest cause of a wrong result in argument number `output`, in a sentence."""
-    t = trace.launch(kernel, configuration, *args)
+    """The likeliest cause of a wrong result in argument number `output` of
+    kernel[configuration](*args), in a sentence: its trace's hint."""
+    return hint(trace.launch(kernel, configuration, *args), args, output, gridstride,
+                every_element)
+
+
+def hint(t, args, output, gridstride=False, every_element=True):
+    """The likeliest cause of a wrong result in argument number `output` of the launch
+    traced in `t`, whose arguments were `args`, in a sentence."""
     launch = t.launch()
     name = list(launch.arrays)[_array_position(args, output)]
-    races = trace.races(t)
-    if races:
-        more = f" ({len(races) - 1} more elements like it)" if len(races) > 1 else ""
-        return races[0].describe() + more
+    found = trace.races(t)
+    if found:
+        more = f" ({len(found) - 1} more elements like it)" if len(found) > 1 else ""
+        return found[0].describe() + more
     cov = trace.coverage(t, name)
     if not every_element and not cov.writes.any():  # in place: no element is "missed"
         return f"no thread wrote to {name}: your kernel left it as it was"

@@ -8,24 +8,25 @@ threads, blocks or streams can conflict therefore also trace the answer once
 when two accesses conflict with nothing ordering them, naming them: which threads or
 streams, which element, and what is missing between them; then the first race is
 drawn in plain text (kernels.trace.diagrams), for the notebook, the grader's
-feedback and Gradescope alike. On the simulator the race case runs first, and a race
+feedback and Gradescope alike. The trace is recorded beside the answer
+(kernels.checks.steps.traced) and comes back as plain data (kernels.trace.wire): every
+finding, and every verdict, is made here, where under the grader no code of the
+student's runs. On the simulator the race case runs first, and a race
 ends the check: the other cases would pass there whatever a GPU gives. On a GPU it
 runs last, after the cases a race may have made fail.
 """
 
 import collections
 import functools
-import types
 
 import numpy as np
 
 from kernels import trace
-from kernels.checks import core, launches, points
+from kernels.checks import core, points, steps
 from kernels.harness import check
-from kernels.trace import diagrams, remote
+from kernels.trace import diagrams, wire
 
 __all__ = []  # used by the checkers, not called by readers
-TIME_LIMIT_S = 120.0  # tracing is slower than running: every access is recorded
 SHOWN = 2  # races described in full; the rest are counted; the first is drawn too
 INDENT = " " * 8  # a detail's lines in a checker's report (kernels.checks.core.Report)
 
@@ -47,8 +48,14 @@ def host(fn, args, launch, via=None, needs=()):
     words what the call runs (sizes, blocks); with `via` (an answer step), the call
     traced is via(fn, *args). `needs`: the names of the exercise's points the trace
     must show (kernels.checks.points)."""
-    return functools.partial(_case_of, fn, traced_call, launch, args,
-                             via and core.step_name(via), tuple(needs))
+    data = next((a for a in args if isinstance(a, np.ndarray)), None)
+    return functools.partial(_host_case, fn, launch, args, via and via.__name__,
+                             0 if data is None else data.nbytes, tuple(needs))
+
+
+def _host_case(fn, launch, args, via, input_bytes, needs):
+    outcome = core.answer_side(fn, steps.traced_call, args, via)
+    return _case(launch, outcome, input_bytes=input_bytes, needs=needs)
 
 
 def kernel(kernel, configuration, args, launch=None, shared=None, needs=(), expected=None,
@@ -59,33 +66,31 @@ def kernel(kernel, configuration, args, launch=None, shared=None, needs=(), expe
     for `host`. With `expected`, the traced launch's output (argument number `output`)
     must also equal it, within rtol and atol as kernels.harness.check takes them: the
     traced launch may be one no value case can run (several blocks of a cooperative
-    launch, on the simulator). Only the inputs travel to the answer's side; the output
-    comes back and is compared here (kernels.checks.core)."""
+    launch, on the simulator). Only the inputs travel to the answer's side; the trace
+    and the output come back, and both are judged here."""
     blocks, threads = configuration[:2]
     launch = launch or f"[{blocks}, {threads}]"
-    traced = (launch, configuration, args, shared, tuple(needs))
+    if shared is not None:  # its position among the array arguments, as the trace names them
+        shared = [i for i, a in enumerate(args)
+                  if isinstance(a, np.ndarray) and a.ndim > 0].index(shared)
+    return functools.partial(_kernel_case, kernel, configuration, args, launch, shared,
+                             tuple(needs), expected, output, rtol, atol)
+
+
+def _kernel_case(kernel, configuration, args, launch, shared, needs, expected, output,
+                 rtol, atol):
+    """The race case of `kernel`; with `expected`, failed also where the traced launch's
+    output (None where the tracer ran in a process of its own) differs from it."""
     if expected is None:
-        return functools.partial(_case_of, kernel, traced_launch, *traced)
-    return functools.partial(_compared, kernel, traced + (output,), expected, rtol, atol)
-
-
-def _case_of(subject, step, *args):
-    fields = core.answer_side(subject, step, *args)
-    return None if fields is None else core.Case(*fields)
-
-
-def _compared(kernel, traced, expected, rtol, atol):
-    """The race case of `kernel`, failed also where the traced launch's output (sent back
-    beside the case's fields; None where the tracer ran in a process of its own) differs
-    from `expected`."""
-    result = core.answer_side(kernel, traced_launch, *traced)
-    if result is None:
-        return None
-    fields, got = result
-    case = core.Case(*fields)
-    if not case.passed or got is None:
+        outcome = core.answer_side(kernel, steps.traced_launch, configuration, args)
+        return _case(launch, outcome, shared=shared, needs=needs)
+    result = core.answer_side(kernel, steps.traced_launch, configuration, args, output)
+    if not (isinstance(result, tuple) and len(result) == 2):
+        result = (result, None)  # not of the step's form: _case says so
+    outcome, got = result
+    case = _case(launch, outcome, shared=shared, needs=needs)
+    if case is None or not case.passed or got is None:
         return case
-    launch = traced[0]
     try:
         check(got, expected, name="your result", rtol=rtol, atol=atol)
     except Exception as err:  # MismatchError, or an output that is no array
@@ -97,78 +102,58 @@ def _compared(kernel, traced, expected, rtol, atol):
     return case
 
 
-@core.answer_step
-def traced_call(fn, launch, args, via=None, needs=()):
-    """The race case's fields for fn(*args) (or via(fn, *args)), traced."""
-    call = (core.STEPS[via], _travel(fn)) if via else (_travel(fn),)
-    data = next((a for a in args if isinstance(a, np.ndarray)), None)
-    return _case(launch, trace.run, *call, *map(_travel, args),
-                 input_bytes=0 if data is None else data.nbytes, needs=needs)
+def decoded(outcome):
+    """The Trace an answer step's outcome (kernels.checks.steps.traced) holds; or
+    (what stopped it, its words) where it holds none, a malformed trace among them:
+    ("malformed", why)."""
+    if isinstance(outcome, tuple) and len(outcome) == 2 and outcome[0] == "trace":
+        try:
+            return wire.decode(outcome[1])
+        except wire.WireError as err:
+            return "malformed", str(err)
+    if isinstance(outcome, tuple) and len(outcome) == 3 and outcome[0] == "failed" and \
+            all(isinstance(v, str) for v in outcome[1:]):
+        return outcome[1:]
+    return "malformed", "what came back from your code's process is not a trace"
 
 
-@core.answer_step
-def traced_launch(kernel, launch, configuration, args, shared=None, needs=(), output=None):
-    """The race case's fields for kernel[configuration](*args), traced; with `output`
-    (a position among args), (the fields, what the launch left in that argument), the
-    latter None where the trace ran in a process of its own (on a GPU machine)."""
-    position = None
-    if shared is not None:
-        arrays = [i for i, a in enumerate(args) if isinstance(a, np.ndarray) and a.ndim > 0]
-        position = arrays.index(shared)
-    args = [a.copy() if isinstance(a, np.ndarray) else a for a in args]
-    fields = _case(launch, _launch_kernel, kernel, configuration, *args, shared=position,
-                   needs=needs)
-    if output is None or fields is None:
-        return fields
-    # the simulator copies a launch's host arrays back when it ends
-    return fields, args[output] if trace.LOCAL else None
-
-
-def _launch_kernel(kernel, configuration, *args):
-    launches.require_kernel(kernel, "this exercise")  # said plainly, before tracing
-    return trace.launch(kernel, configuration, *args)
-
-
-def _travel(fn):
-    """On a GPU machine the call runs in the tracer's process: a notebook's function
-    travels as its code (kernels.trace.remote)."""
-    if trace.LOCAL or not isinstance(fn, types.FunctionType):
-        return fn
-    try:
-        return remote.portable(fn)
-    except trace.TraceError:
-        return fn  # the tracer says why it cannot send it
-
-
-def _case(launch, tracer, *args, input_bytes=0, shared=None, needs=()):
-    """(description, passed, detail, always shown[, what the grader could not check[,
-    hung]]) of the race case (core.Case's fields), or None. With
-    `input_bytes`, the traced kernels must also have read at least that many distinct
-    bytes of device memory: the first input's worth, so an answer whose kernels never
-    read the data (an empty kernel, and the result computed on the host) fails."""
+def _case(launch, outcome, *, input_bytes=0, shared=None, needs=()):
+    """The race case (a core.Case) of the trace in `outcome` (kernels.checks.steps.
+    traced), judged here. With `input_bytes`, the traced kernels must also have read at
+    least that many distinct bytes of device memory: the first input's worth, so an
+    answer whose kernels never read the data (an empty kernel, and the result computed
+    on the host) fails. Every outcome without a trace fails (fail closed); the ones
+    the student's code did not cause are flagged for the instructor (grader_limit)."""
     description = f"no race between threads, blocks or streams, traced at {launch}"
-    try:
-        t = core.call_with_time_limit(tracer, *args, seconds=TIME_LIMIT_S)
-    except core.TimeLimitExceeded as err:
-        return description, False, f"under the tracer your code {err}", True, "", True
-    except trace.NothingLaunched:
-        return None  # nothing to trace: the launch rule fails such an answer
-    except trace.LockNeverFree as err:  # the likely cause, in the answer's words
-        return (description, False, f"the tracer could not finish: {_first_line(err)}. "
-                "So the grader cannot tell whether it races; this case fails, and your "
-                "instructor is told to look", True,
-                "the race case could not run (a lock that never became free)")
-    except trace.TraceError as err:  # fail closed: a race case that cannot run fails
-        why = f"{type(err).__name__}: {_first_line(err)}"
-        return (description, False,
-                f"the tracer could not run your code ({why}), so the grader cannot tell "
-                "whether it races; this case fails, and your instructor is told to look",
-                True, f"the race case could not run ({why})")
-    except launches.NotAKernel as err:  # the checker's complaint, not the answer's error
-        return description, False, str(err), True
-    except Exception as err:  # the answer's own error, under the tracer
-        return (description, False, f"under the tracer your code raised "
-                f"{type(err).__name__}: {_first_line(err)}", True)
+    t = decoded(outcome)
+    if isinstance(t, tuple):
+        kind, words = t
+        if kind == "time":
+            return core.Case(description, False, f"under the tracer your code {words}", True,
+                             "", True)
+        if kind == "not a kernel":  # the checker's complaint, not the answer's error
+            return core.Case(description, False, words, True)
+        if kind == "raised":
+            return core.Case(description, False, f"under the tracer your code raised {words}",
+                             True)
+        if kind == "nothing":
+            return core.Case(description, False, "under the tracer your code launched no "
+                             "kernel: the answer must do its work in kernels on the device")
+        if kind == "lock":  # the likely cause, in the answer's words
+            return core.Case(description, False, f"the tracer could not finish: {words}. So "
+                             "the grader cannot tell whether it races; this case fails, and "
+                             "your instructor is told to look", True,
+                             "the race case could not run (a lock that never became free)")
+        why = words if kind in ("tracer", "too large", "malformed") else f"{kind}: {words}"
+        return core.Case(description, False,
+                         f"the tracer could not run your code ({why}), so the grader cannot "
+                         "tell whether it races; this case fails, and your instructor is "
+                         "told to look", True, f"the race case could not run ({why})")
+    return core.Case(*_judged(t, launch, description, input_bytes, shared, needs))
+
+
+def _judged(t, launch, description, input_bytes, shared, needs):
+    """(description, passed, detail, always shown) of the race case of trace `t`."""
     found = trace.races(t) + trace.stream_races(t)
     apart = trace.barriers(t)
     if apart:  # the threads' order past such a barrier is not a GPU's: races after it too
@@ -241,7 +226,3 @@ def _bytes_read(t):
                 elif stop > end:
                     total, end = total + stop - end, stop
     return total
-
-
-def _first_line(err):
-    return (str(err).splitlines() or [""])[0]

@@ -10,29 +10,20 @@ host reads before the copy into it is waited for.
 """
 
 import numpy as np
-from numba import cuda
 
 from kernels import SIMULATOR
-from kernels.checks import core, races
-from kernels.checks.core import answer_side, answer_step, run_cases
+from kernels.checks import core, races, steps
+from kernels.checks.core import answer_side, run_cases
+from kernels.checks.steps import NEW_STREAM
 
 __all__ = ["stream_add", "chunked_streams_add", "bounded_streams_add"]
 
 SIZES = (1, 17, 1001) if SIMULATOR else (1, 17, 1001, 1_000_003, 20_000_003)
 RACE_SIZE = 50  # the race case: a few small chunks
-NEW_STREAM = "new stream"  # a case's setting: a stream made beside the answer
 
 
 def _race_inputs(rng):
     return tuple(rng.integers(-2**30, 2**30, RACE_SIZE, dtype=np.int32) for _ in range(2))
-
-
-def _host(values):
-    """A pinned copy: copies from a stream into it, or out of it, are asynchronous (on
-    the simulator too, as the tracer models them: kernels.simulator.page_locked)."""
-    host = cuda.pinned_array(values.shape, values.dtype)
-    host[:] = values
-    return host
 
 
 def _cases(rng, settings):
@@ -46,35 +37,8 @@ def _cases(rng, settings):
     return cases
 
 
-def _given_stream():
-    """A new stream for the answer; under the tracer, its stream 1 (on_the_given_stream)."""
-    stream = cuda.stream()
-    if SIMULATOR:
-        from kernels.trace import hooks
-
-        hooks.given(stream)
-    return stream
-
-
-def _poisoned(n):
-    out = _host(np.empty(n, np.int32))
-    out[:] = -1
-    return out
-
-
-@answer_step
-def added(fn, a, b, *setting):
-    """out after fn(a, b, out, *setting) returned, read at once: pinned copies of a and
-    b, out pinned and poisoned. A setting "new stream" is a stream made here (where the
-    tracer runs it)."""
-    out = _poisoned(a.size)
-    setting = [_given_stream() if s == NEW_STREAM else s for s in setting]
-    fn(_host(a), _host(b), out, *setting)
-    return np.array(out)
-
-
 def _run(fn):
-    return lambda inputs: answer_side(fn, added, *inputs)
+    return lambda inputs: answer_side(fn, steps.added, *inputs)
 
 
 def stream_add(fn):
@@ -82,7 +46,7 @@ def stream_add(fn):
     rng = core.rng(61)
     cases = _cases(rng, lambda n: [((NEW_STREAM,), "")])
     return run_cases("stream_add", cases, _run(fn), race=races.host(
-        fn, (*_race_inputs(rng), NEW_STREAM), f"n={RACE_SIZE}", via=added,
+        fn, (*_race_inputs(rng), NEW_STREAM), f"n={RACE_SIZE}", via=steps.added,
         needs=("on_the_given_stream",)))
 
 
@@ -91,7 +55,7 @@ def chunked_streams_add(fn):
     rng = core.rng(62)
     cases = _cases(rng, lambda n: [((c,), f", {c} chunks") for c in (1, 3, 4, 16) if c <= n])
     return run_cases("chunked_streams_add", cases, _run(fn), race=races.host(
-        fn, (*_race_inputs(rng), 3), f"n={RACE_SIZE}, 3 chunks", via=added))
+        fn, (*_race_inputs(rng), 3), f"n={RACE_SIZE}, 3 chunks", via=steps.added))
 
 
 def bounded_streams_add(fn):
@@ -101,4 +65,4 @@ def bounded_streams_add(fn):
     cases = _cases(rng, lambda n: [((c, s), f", {c} chunks on {s} streams")
                                    for c, s in settings if c <= n])
     return run_cases("bounded_streams_add", cases, _run(fn), race=races.host(
-        fn, (*_race_inputs(rng), 5, 2), f"n={RACE_SIZE}, 5 chunks on 2 streams", via=added))
+        fn, (*_race_inputs(rng), 5, 2), f"n={RACE_SIZE}, 5 chunks on 2 streams", via=steps.added))

@@ -10,7 +10,7 @@ This is the untrusted side of the grader's trust seam. kernels.grading.judge sta
    in a fresh namespace: never the whole notebook, so nothing the notebook did at top
    level for any other reason is here;
 3. answers the judge's requests, one frame each (kernels.grading.channel): a request
-   names a checker's answer step (kernels.checks.core.answer_step), gives its plain
+   names a checker's answer step (kernels.checks.steps), gives its plain
    arguments (a case's inputs) and names the student's function it runs beside; the
    reply is the step's plain result, or the error it raised, with the kernel launches
    it made (kernels.checks.launches).
@@ -26,10 +26,13 @@ of the student's ran (that one, or one that loads nothing of the notebook: `copi
 its job; kernels.grading.copies).
 
 Nothing here knows a case's expected value, its tolerance, the list of cases, the
-grading run's secret, which exercise's label it answers or how the judge reports:
-there is nothing here to read or forge but the student's own outputs. What the
-student's code can change in this process is the evidence of how an answer worked
-(its launch counts, its trace), never the comparison: book/instructors.md says so.
+grading run's secret, which exercise's label it answers or how the judge reports: this
+process imports a copy of the package whose kernels.checks holds only the answer steps
+(kernels.grading.package.answer_side), so there is nothing here to read or forge but
+the student's own outputs. A race case's trace is recorded here and sent back as plain
+data (kernels.trace.wire); the judge finds the races in it. What the student's code can
+change in this process is the evidence of how an answer worked (its launch counts, its
+trace), never the comparison or the reading of the trace: book/instructors.md says so.
 """
 
 import ast
@@ -51,15 +54,13 @@ CONSTANT_BYTES = 64 << 10  # a kernel's constant memory (global arrays it reads)
 
 
 def time_limits(seconds):
-    """The checkers' time limits under the grader, from its budget for one check: a
-    case's, a first case's more for compiling, and a trace's (tracing is slower). The
-    judge sets the same ones."""
-    from kernels.checks import core, hints, races
+    """The answer steps' time limits under the grader, from its budget for one check: a
+    trace's (tracing is slower) and a hint's. The judge sets the same ones, and its own
+    for a case (kernels.grading.judge.time_limits)."""
+    from kernels.checks import steps
 
-    core.TIME_LIMIT_S = min(core.TIME_LIMIT_S, seconds)
-    core.COMPILE_S = min(core.COMPILE_S, seconds)
-    races.TIME_LIMIT_S = min(races.TIME_LIMIT_S, 2 * seconds)
-    hints.TRACE_TIME_LIMIT_S = min(hints.TRACE_TIME_LIMIT_S, seconds)
+    steps.TRACE_TIME_LIMIT_S = min(steps.TRACE_TIME_LIMIT_S, 2 * seconds)
+    steps.HINT_TIME_LIMIT_S = min(steps.HINT_TIME_LIMIT_S, seconds)
 
 
 def load(notebook, names, kernel_only=False):
@@ -182,12 +183,9 @@ def main():
     requests, replies = job["requests"], job["replies"]
 
     import kernels
-    from kernels import checks
-    from kernels.checks import core, launches
+    from kernels.checks import launches, steps
     from kernels.grading import channel, copies, submissions
 
-    checks.gather()  # every checker module, imported before the student's code: their steps
-    core.DEFERRED = True  # a checker call the notebook makes returns at once
     time_limits(job["check_seconds"])
     if job.get("certify"):
         compile_without_device()
@@ -220,7 +218,7 @@ def main():
                 kernel = copies.rebuild(args[1]) if len(args) == 2 else namespace[subject]
                 reply = ("ok", certify(kernel, args[0]))
             else:
-                step = core.STEPS[name]
+                step = steps.STEPS[name]
                 # as answer_side runs a step in a notebook; on the simulator, the blocks
                 # of each launch in a shuffled order, as a GPU promises none
                 with launches.poisoned(), order():

@@ -8,7 +8,8 @@ exercise's checker on an `Answer`: a stand-in for the student's function, which 
 an answer process of its own (kernels.grading.answers, in the sandbox, a fresh one per
 exercise). The checker builds the cases, the references and the tolerances here, sends
 each case's inputs to the answer process as plain data (kernels.grading.channel), gets
-the outputs and the launches back, and compares here. So the notebook's code never
+the outputs and the launches back (and a race case's trace, kernels.trace.wire), and
+compares (and finds the races) here. So the notebook's code never
 shares a process with anything that decides its grade: not the cases, not the
 comparison, not NumPy's comparison functions, not the registry, not the report, and not
 the way results reach the runner, which is this process's own stdout.
@@ -112,13 +113,13 @@ class Answer(core.Elsewhere):
     def run(self, name, args, subject=None):
         """Run step `name` with `args` beside `subject` (a name the process loaded;
         default: the first)."""
-        from kernels.checks import races
+        from kernels.checks import steps
 
         with self.lock:
             self._open()
             self._send(name, args, subject or self.names[0])
-            return self._reply(max(core.TIME_LIMIT_S + core.COMPILE_S, races.TIME_LIMIT_S)
-                               + STEP_MARGIN_S)
+            return self._reply(max(core.TIME_LIMIT_S + core.COMPILE_S,
+                                   steps.TRACE_TIME_LIMIT_S) + STEP_MARGIN_S)
 
     def of(self, names):
         """The stand-in for the function names[0], in this (shared) process."""
@@ -341,6 +342,15 @@ def check(exercise, answer, found=None, certifier=None, compiler=None):
     return report.passed, str(report)[:MAX_REPORT_CHARS], "; ".join(flags)
 
 
+def time_limits(seconds):
+    """The checkers' time limits under the grader, from its budget for one check: a
+    case's, a first case's more for compiling, and the answer steps' (the answer
+    process sets the same: kernels.grading.answers.time_limits)."""
+    core.TIME_LIMIT_S = min(core.TIME_LIMIT_S, seconds)
+    core.COMPILE_S = min(core.COMPILE_S, seconds)
+    answers.time_limits(seconds)
+
+
 def main():
     import ctypes
     import secrets
@@ -350,7 +360,7 @@ def main():
     ctypes.CDLL(None).prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE
     job = json.loads(sys.stdin.readline())
     core.SECRET = secrets.randbits(128)  # this grading run's cases: known here only
-    answers.time_limits(job["check_seconds"])
+    time_limits(job["check_seconds"])
     from kernels.checks import registry
 
     from kernels.grading import extract, submissions

@@ -1,9 +1,14 @@
-"""The copy of `kernels` that every worker imports: the package without its solutions.
+"""The copies of `kernels` that a student's processes import: without the solutions.
 
 The files are read into memory once, when grading starts, and written afresh into
-each worker's private folder. So a notebook finds no ``kernels.solutions`` to import,
-and one that rewrites the package's files (the checkers, say) changes only its own
-copy: the next submission gets the files as they were when grading started.
+each submission's private folder. So a notebook finds no ``kernels.solutions`` to
+import, and one that rewrites the package's files changes only its own copy: the next
+submission gets the files as they were when grading started. The process that runs
+the whole notebook (kernels.grading.worker) gets the checkers, which the notebook
+calls; the processes that answer the judge (kernels.grading.answers) get a copy
+without the checkers' deciding half (answer_side): of kernels.checks only the answer
+steps and what they import, so no case, reference or comparison is there to be found,
+in memory or on disk.
 """
 
 import importlib.util
@@ -14,6 +19,9 @@ import kernels
 from kernels import harness
 
 EXCLUDED = ("solutions", "__pycache__")  # the answer key, and bytecode of this process
+# What the answer processes import of kernels.checks: the answer steps, the launch
+# record, the exercise table (kernels.grading.submissions reads it), the package's init
+ANSWER_SIDE = ("__init__", "steps", "launches", "registry")
 
 
 def files():
@@ -30,6 +38,17 @@ def files():
         found.setdefault(pathlib.PurePosixPath("kernels", "recordings", path.name),
                          path.read_bytes())
     return found
+
+
+def answer_side(package_files):
+    """`package_files` without the modules of kernels.checks that decide (all but
+    ANSWER_SIDE), sources and bytecode alike."""
+    def kept(rel):
+        parts = rel.parts
+        if parts[:2] != ("kernels", "checks") or len(parts) < 3:
+            return True
+        return parts[-1].split(".")[0] in ANSWER_SIDE
+    return {rel: data for rel, data in package_files.items() if kept(rel)}
 
 
 def with_bytecode(package_files):

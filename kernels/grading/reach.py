@@ -18,8 +18,10 @@ import ast
 
 from kernels.grading.extract import dotted
 
-# The grader's own modules, and the simulator's launch underneath the grader's record
-GRADER = ("kernels.checks", "kernels.grading", "kernels.simulator")
+# The grader's own modules: the checkers, the grader, the simulator's launch underneath
+# the launch record, and the tracer, which records the race case's evidence beside the
+# answer (what it finds is judged in the judge, but what it records is made there)
+GRADER = ("kernels.checks", "kernels.grading", "kernels.simulator", "kernels.trace")
 # What an answer never needs and a forgery does: the interpreter's frames, objects,
 # hooks and module table, raw memory, and imports by computed name.
 INTROSPECTION = {"_current_frames", "_getframe", "f_locals", "f_globals", "f_back",
@@ -39,7 +41,7 @@ SIMULATOR_FLAGS = {"ENABLE_CUDASIM", "NUMBA_ENABLE_CUDASIM", "SIMULATOR", "simul
 # they reach cannot be read here (the reading fails closed)
 RUNS_STRINGS = {"exec", "eval", "compile"}
 IMPORTS_STRINGS = {"__import__", "import_module"}
-GRADER_NAMES = {g.rpartition(".")[2] for g in GRADER}  # checks, grading, simulator
+GRADER_NAMES = {g.rpartition(".")[2] for g in GRADER}  # checks, grading, simulator, trace
 
 
 def _called(n):

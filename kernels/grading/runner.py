@@ -53,6 +53,10 @@ PASSED_ENV = ("PATH", "LANG", "LC_ALL", "LD_LIBRARY_PATH", "CUDA_HOME", "CUDA_PA
 STUDENT = ("import json, site, sys; paths = json.loads(sys.argv[2]); "
            "sys.path[:] = [sys.argv[1]] + paths; [site.addsitedir(p) for p in paths]; "
            "from kernels.grading.{} import main; main()")
+# The copy of the package each student's process imports, in the submission's folder:
+# the answer processes get the one without the checkers' deciding half
+# (kernels.grading.package.answer_side)
+PACKAGE_OF = {"worker": "package", "answers": "answer-package"}
 # The judge imports the grader's own package, from where this process found it.
 JUDGE = ("import json, sys; sys.path[:] = json.loads(sys.argv[1]); "
          "from kernels.grading.judge import main; main()")
@@ -269,11 +273,12 @@ def student_process(module, folder, box, scratch):
         return [sys.executable, "-I", "-c", STUDENT.format(module), str(package_path),
                 json.dumps(library_paths())]
 
+    copy = PACKAGE_OF[module]
     if box is None:
-        return command(os.path.join(folder, "package")), {
+        return command(os.path.join(folder, copy)), {
             "notebook": os.path.join(folder, "submission.ipynb"), "scratch": scratch,
             "user": unprivileged_user()}, scratch
-    argv, user = box.command(command(sandbox.PACKAGE), folder, library_paths())
+    argv, user = box.command(command(sandbox.PACKAGE), folder, library_paths(), copy)
     return argv, {"notebook": sandbox.NOTEBOOK, "scratch": sandbox.SCRATCH, "user": user,
                   "limits": {"processes": box.limits.processes,
                              "memory": box.limits.memory}}, folder
@@ -348,7 +353,9 @@ def grade(submission, package_files, timeout, box=None, side_by_side=False):
     labels = [ex.label for ex in outcome.exercises]
     folder = tempfile.mkdtemp(prefix="kernels-grade-")
     try:
-        package.write(package_files, os.path.join(folder, "package"))
+        package.write(package_files, os.path.join(folder, PACKAGE_OF["worker"]))
+        package.write(package.answer_side(package_files),
+                      os.path.join(folder, PACKAGE_OF["answers"]))
         shutil.copyfile(submission.path, os.path.join(folder, "submission.ipynb"))
         if box is None or box.as_root:  # the student's processes run as another user
             sandbox.readable(folder)

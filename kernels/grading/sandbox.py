@@ -101,9 +101,10 @@ class Sandbox:
     gpu: bool
     as_root: bool
 
-    def command(self, argv, folder, library_paths):
-        """The bwrap command line that runs `argv` with `folder`'s package/ and
-        submission.ipynb as /grader/..., and the user id the worker must become (or None)."""
+    def command(self, argv, folder, library_paths, package="package"):
+        """The bwrap command line that runs `argv` with `folder`'s copy of the package
+        (its folder `package`) and submission.ipynb as /grader/..., and the user id the
+        worker must become (or None)."""
         args = [executable(), "--die-with-parent", "--new-session"]
         if self.as_root:
             args += ["--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts",
@@ -140,7 +141,7 @@ class Sandbox:
                     hidden.startswith(f.rstrip("/") + "/") for f in folders):
                 args += ["--tmpfs", hidden, "--remount-ro", hidden]
         parents(PACKAGE)
-        args += ["--ro-bind", os.path.join(folder, "package"), PACKAGE,
+        args += ["--ro-bind", os.path.join(folder, package), PACKAGE,
                  "--ro-bind", os.path.join(folder, "submission.ipynb"), NOTEBOOK]
         if self.gpu:
             for path in sorted(glob.glob("/dev/nvidia*")):

@@ -1,0 +1,247 @@
+"""A trace as plain data (numbers, words and integer arrays), and back, checked.
+
+The grader traces a student's code in the process where that code runs, and decides
+in its judge, where it never ran (kernels.grading): the trace travels between them
+over a channel that carries plain data only (kernels.grading.channel), never a
+pickle. `encode` turns a Trace into such data: the accesses as columns of int64
+arrays, each clock (kernels.trace.order.Clock) once, however many accesses share it.
+`decode` rebuilds the Trace and refuses, with WireError, anything that is not the
+form `encode` makes (a wrong type, a length that does not match, an index out of
+range): what it rebuilds is then only ever numbers and words that the analyses
+(kernels.trace.hazards, kernels.trace.points) read.
+"""
+
+import numpy as np
+
+from kernels.trace.model import Access, Launch, Operation, Trace, TraceError
+from kernels.trace.order import Clock
+
+# Access columns, in order: ints, then three columns each for block, thread and index
+# (index padded with 0; its length in "ndim"), then the words as table positions
+_INTS = ("seq", "tid", "address", "sector_base", "itemsize", "epoch", "grid_epoch",
+         "counter", "site0", "site1", "site2", "ndim", "locks", "clock", "pending")
+_WORDS = ("space", "array", "kind", "op")
+_COLUMNS = _INTS + ("block0", "block1", "block2", "thread0", "thread1", "thread2",
+                    "index0", "index1", "index2") + _WORDS
+_ARRAY_KEYS = ("space", "shape", "dtype", "same_as", "allocation", "largest")
+
+
+class WireError(TraceError):
+    """What came back is not a trace as `encode` makes one."""
+
+
+class _Table:
+    """Distinct values (by identity, or by equality where `equal`), numbered."""
+
+    def __init__(self, equal=False):
+        self.items, self._number, self.equal = [], {}, equal
+
+    def number(self, value):
+        key = value if self.equal else id(value)
+        if key not in self._number:
+            self._number[key] = len(self.items)
+            self.items.append(value)
+        return self._number[key]
+
+
+def encode(trace):
+    """`trace` as a tuple of plain data (kernels.grading.channel carries it)."""
+    words, clocks, locks = _Table(equal=True), _Table(), _Table(equal=True)
+    accesses = _Table()
+    launches = []
+    for launch in trace.launches:
+        first = len(accesses.items)
+        for a in launch.accesses:
+            accesses.number(a)
+        events = [(seq, accesses.number(a), change) for seq, a, change in launch.lock_events]
+        arrays = [(name, [(k, _array_value(info[k])) for k in _ARRAY_KEYS if k in info])
+                  for name, info in launch.arrays.items()]
+        launches.append((launch.number, launch.kernel, tuple(launch.grid),
+                         tuple(launch.block), launch.stream, arrays, first,
+                         len(launch.accesses), _pairs(launch.clock),
+                         bool(launch.cooperative), list(launch.diverged),
+                         [(seq, a, change) for seq, a, change in events]))
+    rows = []
+    for a in accesses.items:
+        if len(a.index) > 3:
+            raise WireError(f"an access to a {len(a.index)}-dimensional array")
+        index = tuple(a.index) + (0,) * (3 - len(a.index))
+        rows.append((a.seq, a.tid, a.address, a.sector_base, a.itemsize, a.epoch,
+                     a.grid_epoch, a.counter, *a.site, len(a.index),
+                     locks.number(tuple(sorted(a.locks))), _number(clocks, a.clock),
+                     _number(clocks, a.pending),
+                     *a.block, *a.thread, *index,
+                     *(words.number(getattr(a, w)) for w in _WORDS)))
+    table = np.array(rows, dtype=np.int64).reshape(len(rows), len(_COLUMNS))
+    operations = [(op.seq, op.what, op.stream, _pairs(op.clock),
+                   np.array(op.reads, np.int64).reshape(-1, 2),
+                   np.array(op.writes, np.int64).reshape(-1, 2)) for op in trace.operations]
+    return ("trace", launches, table, list(words.items), _clocks(clocks.items),
+            [np.array(s, np.int64) for s in locks.items], operations,
+            _pairs(trace.regions), int(trace.device_waits))
+
+
+def _number(table, clock):
+    return -1 if clock is None else table.number(clock)
+
+
+def _array_value(value):
+    if isinstance(value, np.dtype):
+        return value.str
+    return tuple(int(v) for v in value) if isinstance(value, tuple) else value
+
+
+def _pairs(mapping):
+    return [(k, v) for k, v in mapping.items()]
+
+
+def _clocks(items):
+    """The clocks as arrays: grid[m]; the blocks' entries (x, y, z, barriers) and the
+    threads' (x, y, z, tid, counter), each with the clock they belong to."""
+    grid = np.array([c.grid for c in items], np.int64)
+    blocks = [(n, *b, v) for n, c in enumerate(items) for b, v in c.blocks.items()]
+    threads = [(n, *b, t, v) for n, c in enumerate(items) for (b, t), v in c.threads.items()]
+    return (grid, np.array(blocks, np.int64).reshape(-1, 5),
+            np.array(threads, np.int64).reshape(-1, 6))
+
+
+def decode(data):
+    """The Trace that `encode` made `data` from; WireError if it is not of that form."""
+    try:
+        return _decode(data)
+    except WireError:
+        raise
+    except (TypeError, ValueError, IndexError, KeyError, OverflowError) as err:
+        raise WireError(f"the trace that came back is malformed ({type(err).__name__})") \
+            from None
+
+
+def _check(condition, what):
+    if not condition:
+        raise WireError(f"the trace that came back is malformed ({what})")
+
+
+def _ints(value, shape_tail, what):
+    _check(isinstance(value, np.ndarray) and value.dtype == np.int64
+           and value.ndim == 1 + len(shape_tail) and value.shape[1:] == shape_tail, what)
+    return value
+
+
+def _int(value, what):
+    _check(type(value) is int, what)
+    return value
+
+
+def _word(value, what):
+    _check(type(value) is str, what)
+    return value
+
+
+def _dim3(values, what):
+    _check(isinstance(values, tuple) and len(values) == 3, what)
+    return tuple(_int(v, what) for v in values)
+
+
+def _decode(data):
+    _check(isinstance(data, tuple) and len(data) == 9 and data[0] == "trace", "its form")
+    _, launches, table, words, clocks, locks, operations, regions, waits = data
+    table = _ints(table, (len(_COLUMNS),), "the accesses")
+    words = [_word(w, "a word") for w in words]
+    clock_list = _decode_clocks(clocks)
+    lock_sets = [frozenset(int(v) for v in _ints(s, (), "a lock set")) for s in locks]
+    column = {name: table[:, k] for k, name in enumerate(_COLUMNS)}
+    _check(((column["locks"] >= 0) & (column["locks"] < len(lock_sets))).all(), "locks")
+    for name in ("clock", "pending"):  # -1: none
+        _check(((column[name] >= -1) & (column[name] < len(clock_list))).all(), name)
+    _check(((column["ndim"] >= 0) & (column["ndim"] <= 3)).all(), "ndim")
+    for name in _WORDS:
+        _check(((column[name] >= 0) & (column[name] < len(words))).all(), name)
+    accesses = [_access(row.tolist(), words, clock_list, lock_sets) for row in table]
+    trace = Trace([_launch(entry, accesses) for entry in _list(launches, "launches")],
+                  [_operation(entry) for entry in _list(operations, "operations")],
+                  {_int(k, "a region"): _word(v, "a region") for k, v in
+                   _list(regions, "regions")}, _int(waits, "device waits"))
+    return trace
+
+
+def _list(value, what):
+    _check(isinstance(value, list), what)
+    return value
+
+
+def _access(row, words, clocks, locks):
+    v = dict(zip(_COLUMNS, row))
+    ndim = v["ndim"]
+    return Access(
+        v["seq"], (v["block0"], v["block1"], v["block2"]),
+        (v["thread0"], v["thread1"], v["thread2"]), v["tid"], words[v["space"]],
+        words[v["array"]], (v["index0"], v["index1"], v["index2"])[:ndim], v["address"],
+        v["sector_base"], v["itemsize"], words[v["kind"]], words[v["op"]], v["epoch"],
+        locks[v["locks"]], (v["site0"], v["site1"], v["site2"]), v["grid_epoch"],
+        v["counter"], *(None if v[c] < 0 else clocks[v[c]] for c in ("clock", "pending")))
+
+
+def _decode_clocks(clocks):
+    _check(isinstance(clocks, tuple) and len(clocks) == 3, "the clocks")
+    grid = _ints(clocks[0], (), "the clocks' grid")
+    blocks, threads = _ints(clocks[1], (5,), "the clocks"), _ints(clocks[2], (6,), "clocks")
+    m = len(grid)
+    _check(((blocks[:, 0] >= 0) & (blocks[:, 0] < m)).all()
+           and ((threads[:, 0] >= 0) & (threads[:, 0] < m)).all(), "a clock's entry")
+    of_block, of_thread = [{} for _ in range(m)], [{} for _ in range(m)]
+    for n, x, y, z, value in blocks.tolist():
+        of_block[n][(x, y, z)] = value
+    for n, x, y, z, tid, value in threads.tolist():
+        of_thread[n][((x, y, z), tid)] = value
+    return [Clock(int(g), of_block[n], of_thread[n]) for n, g in enumerate(grid.tolist())]
+
+
+def _launch(entry, accesses):
+    _check(isinstance(entry, tuple) and len(entry) == 12, "a launch")
+    (number, kernel, grid, block, stream, arrays, first, count, clock, cooperative,
+     diverged, events) = entry
+    first, count = _int(first, "a launch"), _int(count, "a launch")
+    _check(0 <= first and 0 <= count and first + count <= len(accesses), "a launch's accesses")
+    launch = Launch(_int(number, "a launch"), _word(kernel, "a kernel"),
+                    _dim3(grid, "a grid"), _dim3(block, "a block"), _int(stream, "a stream"),
+                    {_word(name, "an array"): _array_info(info)
+                     for name, info in _list(arrays, "arrays")},
+                    accesses[first:first + count], clock=_stream_clock(clock),
+                    cooperative=cooperative is True,
+                    diverged=[_word(d, "a barrier") for d in _list(diverged, "barriers")])
+    for event in _list(events, "lock events"):
+        _check(isinstance(event, tuple) and len(event) == 3, "a lock event")
+        seq, at, change = event
+        _check(type(at) is int and 0 <= at < len(accesses) and change in ("take", "release"),
+               "a lock event")
+        launch.lock_events.append((_int(seq, "a lock event"), accesses[at], change))
+    return launch
+
+
+def _array_info(info):
+    found = {}
+    for key, value in _list(info, "an array"):
+        _check(key in _ARRAY_KEYS and key not in found, "an array's entry")
+        if key == "shape":
+            _check(isinstance(value, tuple) and all(type(v) is int for v in value), "a shape")
+        elif key == "dtype":
+            value = np.dtype(_word(value, "a dtype"))
+        elif key in ("space", "same_as"):
+            _check(value is None or type(value) is str, "an array's entry")
+        else:
+            _check(value is None or type(value) is int, "an array's entry")
+        found[key] = value
+    return found
+
+
+def _stream_clock(pairs):
+    return {_int(k, "a clock"): _int(v, "a clock") for k, v in _list(pairs, "a clock")}
+
+
+def _operation(entry):
+    _check(isinstance(entry, tuple) and len(entry) == 6, "an operation")
+    seq, what, stream, clock, reads, writes = entry
+    return Operation(_int(seq, "an operation"), _word(what, "an operation"),
+                     _int(stream, "an operation"), _stream_clock(clock),
+                     [tuple(r) for r in _ints(reads, (2,), "reads").tolist()],
+                     [tuple(w) for w in _ints(writes, (2,), "writes").tolist()])

@@ -1,0 +1,110 @@
+"""kernels.trace.wire: a trace as plain data, across the grader's channel and back."""
+
+import os
+import threading
+
+import numpy as np
+import pytest
+from numba import cuda
+
+import kernels
+from kernels import cooperative, mutex, streams, trace
+from kernels.grading import channel
+from kernels.trace import wire
+
+pytestmark = pytest.mark.skipif(not kernels.SIMULATOR, reason="traces on the simulator")
+
+
+@cuda.jit
+def racy_shared_kernel(data, hist):
+    s = cuda.shared.array(16, np.int32)
+    t = cuda.threadIdx.x
+    if t < 16:
+        s[t] = 0
+    cuda.syncthreads()
+    for i in range(cuda.grid(1), data.size, cuda.gridsize(1)):
+        s[data[i]] += 1  # a lost update between the threads of a block
+    cuda.syncthreads()
+    if t < 16:
+        cuda.atomic.add(hist, t, s[t])
+
+
+@cuda.jit
+def matrix_kernel(a, out):
+    r, c = cuda.grid(2)
+    if r < a.shape[0] and c < a.shape[1]:
+        out[c, r] = a[r, c]
+
+
+def across(value):
+    """`value` as the judge reads it from the answer's process."""
+    read, write = os.pipe()
+    sender = threading.Thread(target=channel.write, args=(write, value))
+    sender.start()
+    try:
+        return channel.Reader(read).read()
+    finally:
+        sender.join()
+        os.close(read)
+        os.close(write)
+
+
+def traces(rng):
+    data = rng.integers(0, 16, 300).astype(np.int32)
+    yield trace.launch(racy_shared_kernel, (2, 64), data, np.zeros(16, np.int64))
+    a = rng.standard_normal((13, 7)).astype(np.float32)
+    yield trace.launch(matrix_kernel, ((2, 1), (8, 8)), a, np.full((7, 13), np.nan, np.float32))
+    x = rng.standard_normal(200).astype(np.float32)
+    yield trace.run(mutex.dot_mutex, x, x, blocks=3, threads=32)
+    a, b = rng.integers(0, 9, 500, np.int32), rng.integers(0, 9, 500, np.int32)
+    yield trace.run(streams.vector_add_pipelined_shared_buffers, a, b, np.empty_like(a),
+                    chunks=3, threads=64)
+    m = np.full((3, 40), -1, np.int32)
+    m[0] = rng.integers(0, 100, 40)
+    yield trace.run(cooperative.rows_grid_sync, m, blocks=3, threads=16)
+
+
+def test_a_trace_comes_back_equal_and_analysed_alike(rng):
+    for t in traces(rng):
+        back = wire.decode(across(wire.encode(t)))
+        assert back == t
+        assert [r.describe() for r in trace.races(back)] == [
+            r.describe() for r in trace.races(t)]
+        assert [r.describe() for r in trace.stream_races(back)] == [
+            r.describe() for r in trace.stream_races(t)]
+        assert trace.barriers(back) == trace.barriers(t)
+
+
+def test_the_racy_kernel_races_after_the_trip(rng):
+    data = rng.integers(0, 16, 300).astype(np.int32)
+    t = trace.launch(racy_shared_kernel, (2, 64), data, np.zeros(16, np.int64))
+    assert trace.races(wire.decode(across(wire.encode(t))))
+
+
+def _tampered(data, rng):
+    """Each way of breaking one part of an encoded trace."""
+    tag, launches, table, words, clocks, locks, operations, regions, waits = data
+    bad_table = table.copy()
+    bad_table[int(rng.integers(len(table))), wire._COLUMNS.index("clock")] = 10**9
+    yield (tag, launches, bad_table, words, clocks, locks, operations, regions, waits)
+    yield (tag, launches, table[:, :-1], words, clocks, locks, operations, regions, waits)
+    yield (tag, launches, table.astype(np.float64), words, clocks, locks, operations,
+           regions, waits)
+    yield (tag, launches, table, words[:1], clocks, locks, operations, regions, waits)
+    launch = list(launches[0])
+    launch[7] = len(table) + 1  # more accesses than there are
+    yield (tag, [tuple(launch)], table, words, clocks, locks, operations, regions, waits)
+    launch = list(launches[0])
+    launch[1] = 3  # a kernel's name that is no word
+    yield (tag, [tuple(launch)], table, words, clocks, locks, operations, regions, waits)
+    yield (tag, launches, table, words, clocks, locks, operations, regions, "1")
+    yield ("pickle", launches, table, words, clocks, locks, operations, regions, waits)
+    yield data[:-1]
+
+
+def test_what_is_not_a_trace_is_refused(rng):
+    data = rng.integers(0, 16, 300).astype(np.int32)
+    t = trace.launch(racy_shared_kernel, (2, 64), data, np.zeros(16, np.int64))
+    for bad in _tampered(across(wire.encode(t)), rng):
+        with pytest.raises(wire.WireError, match="malformed"):
+            wire.decode(bad)
