@@ -218,11 +218,15 @@ def test_a_kernel_is_checked_only_when_its_definition_runs_no_code_of_the_studen
 def test_a_kernel_that_only_python_can_run_fails_on_the_simulator(hostile_grades):
     """The simulator runs a kernel's body as Python; the grader compiles it for a GPU
     (a kernel exercise's first, a host function's kernels with the types it launched
-    them with), so a body that a GPU cannot run (NumPy on the host, frames, a 16-bit
-    atomic) fails there."""
+    them with), so a body that a GPU cannot run (NumPy on the host, a 16-bit atomic)
+    fails there. One that walks the interpreter's frames is refused before it runs
+    (test_answers_that_use_introspection_are_not_graded_automatically)."""
     rows, feedback, *_ = hostile_grades
     for name in cheats.KERNEL_BODIES:
         text = feedback[name]
+        if name == "a-kernel-that-walks-frames":
+            assert "Not graded automatically: its code uses _getframe" in text, text
+            continue
         if kernels.SIMULATOR:
             assert "your `reverse_inplace_kernel` does not compile for a GPU" in text, text
         assert not rows[name]["flags"], text
@@ -234,10 +238,12 @@ def test_a_kernel_that_only_python_can_run_fails_on_the_simulator(hostile_grades
         assert not rows[name]["flags"], text
 
 
-def test_answers_that_use_introspection_are_flagged_for_review(hostile_grades):
-    _, feedback, *_ = hostile_grades
+def test_answers_that_use_introspection_are_not_graded_automatically(hostile_grades):
+    rows, feedback, *_ = hostile_grades
     text = feedback["reads-expected-from-the-checkers-frame"]
-    assert "to review: its code uses _current_frames, f_back, f_locals" in text, text
+    assert "Not graded automatically: its code uses _current_frames, f_back, f_locals" \
+        in text, text
+    assert "reduction-ex-argmax" in rows["reads-expected-from-the-checkers-frame"]["flags"]
 
 
 @pytest.mark.gpu

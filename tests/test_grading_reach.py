@@ -105,3 +105,48 @@ def test_a_use_of_the_grader_s_modules_is_found_by_any_spelling(source):
 ])
 def test_computed_reads_of_objects_it_can_name_are_no_use_of_the_grader(source):
     assert reached(source)[0] == []
+
+
+def test_the_interpreter_s_own_objects_and_the_simulator_s_internals_are_found():
+    """Routes an outside attack took to the tracer's recorder and the launch beneath it
+    (a hook's closure, a dunder read by getattr, numba's simulator classes)."""
+    sources = ['''\
+from numba import cuda
+
+
+def f(x):
+    for cell in getattr(cuda.to_device, "__closure__", None) or ():
+        cell.cell_contents.launches.clear()
+    return x
+''', '''\
+from numba import cuda
+
+
+def f(x):
+    return "<locals>" in getattr(cuda.to_device, "__qualname__", "")
+''', '''\
+from numba import cuda
+
+
+def f(x):
+    return type(x).__call__.__closure__
+''', '''\
+from numba.cuda.simulator.cudadrv.devicearray import FakeWithinKernelCUDAArray as _FW
+
+
+def f(x):
+    return _FW
+''']
+    found = [reached(c) for c in sources]
+    assert "__closure__" in found[0][1] and "cell_contents" in found[0][1]
+    assert "__qualname__" in found[1][1]
+    assert "__closure__" in found[2][1] and "__call__" in found[2][1]
+    assert "simulator" in found[3][2]
+    plain = '''\
+import numpy as np
+
+
+def f(x):
+    return np.asarray(x).__array_interface__["data"], f.__name__, np.__version__
+'''
+    assert reached(plain) == ([], [], [])

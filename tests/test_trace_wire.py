@@ -36,6 +36,16 @@ def matrix_kernel(a, out):
         out[c, r] = a[r, c]
 
 
+@cuda.jit
+def four_dimensions_kernel(x, out):
+    i = cuda.grid(1)
+    if i < x.size:
+        a, rest = divmod(i, x.shape[1] * x.shape[2] * x.shape[3])
+        b, rest = divmod(rest, x.shape[2] * x.shape[3])
+        c, d = divmod(rest, x.shape[3])
+        out[a, b, c, d] = 2 * x[a, b, c, d]
+
+
 def across(value):
     """`value` as the judge reads it from the answer's process."""
     read, write = os.pipe()
@@ -62,6 +72,10 @@ def traces(rng):
     m = np.full((3, 40), -1, np.int32)
     m[0] = rng.integers(0, 100, 40)
     yield trace.run(cooperative.rows_grid_sync, m, blocks=3, threads=16)
+    # a launch configured with NumPy integers, on an array of four dimensions
+    x = rng.standard_normal((2, 3, 2, 5)).astype(np.float32)
+    yield trace.launch(four_dimensions_kernel, (np.int64(2), np.uint8(32)), x,
+                       np.full_like(x, np.nan))
 
 
 def test_a_trace_comes_back_equal_and_analysed_alike(rng):
@@ -84,15 +98,16 @@ def test_the_racy_kernel_races_after_the_trip(rng):
 def _tampered(data, rng):
     """Each way of breaking one part of an encoded trace."""
     tag, launches, table, words, clocks, locks, operations, regions, waits = data
+    table, indices = table
     bad_table = table.copy()
     bad_table[int(rng.integers(len(table))), wire._COLUMNS.index("clock")] = 10**9
-    yield (tag, launches, bad_table, words, clocks, locks, operations, regions, waits)
-    yield (tag, launches, table[:, :-1], words, clocks, locks, operations, regions, waits)
-    yield (tag, launches, table.astype(np.float64), words, clocks, locks, operations,
-           regions, waits)
+    for bad in ((bad_table, indices), (table[:, :-1], indices), (table, indices[:-1]),
+                (table.astype(np.float64), indices), table):
+        yield (tag, launches, bad, words, clocks, locks, operations, regions, waits)
+    table = (table, indices)
     yield (tag, launches, table, words[:1], clocks, locks, operations, regions, waits)
     launch = list(launches[0])
-    launch[7] = len(table) + 1  # more accesses than there are
+    launch[7] = len(table[0]) + 1  # more accesses than there are
     yield (tag, [tuple(launch)], table, words, clocks, locks, operations, regions, waits)
     launch = list(launches[0])
     launch[1] = 3  # a kernel's name that is no word

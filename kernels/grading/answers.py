@@ -200,7 +200,7 @@ def main():
     namespace = None
     while True:
         try:
-            name, args, subject = reader.read()
+            name, args, subject, request = reader.read()
             if subject not in job["names"]:
                 break
         except (EOFError, channel.ChannelError, ValueError, TypeError):
@@ -228,10 +228,10 @@ def main():
         made = launches.counts() - before
         made = [[origin, made[origin]] for origin in made] + _launched()
         try:
-            frame = channel.encode((*reply, made))
+            frame = channel.encode((*reply, made, request))
         except channel.ChannelError as err:  # it returned something else than plain data
             frame = channel.encode(("error", "TypeError", f"your function returned {err}, "
-                                    "which the grader cannot read", made))
+                                    "which the grader cannot read", made, request))
         try:
             channel.send(replies, frame)
         except OSError:

@@ -50,8 +50,8 @@ functions bound and library modules' values read when this module was imported, 
 any code of the student's ran: so code that changes a kernel's globals after its launch,
 or replaces marshal's, NumPy's or Numba's names later, changes nothing described. Only
 code that rewrites the grader's own modules or Python's builtins there could describe a
-kernel falsely: the judge does not grade the first automatically and flags the second
-for review (kernels.grading.judge.inspect_answer).
+kernel falsely: the judge grades neither automatically (kernels.grading.judge.
+inspect_answer).
 """
 
 import builtins

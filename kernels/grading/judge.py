@@ -21,6 +21,7 @@ the instructor to look at.
 
 import json
 import os
+import secrets
 import subprocess
 import sys
 import tempfile
@@ -126,8 +127,13 @@ class Answer(core.Elsewhere):
         return Subject(self, names)
 
     def _send(self, name, args, subject):
+        # a number the reply must carry back: a frame the student's code writes onto the
+        # reply pipe itself (it may find the pipe in its process) cannot know it, since
+        # it is a local of the answer process's loop, out of reach without the
+        # introspection that the static reading refuses (inspect_answer)
+        self.request = secrets.randbits(62)
         try:
-            channel.write(self.requests, (name, tuple(args), subject))
+            channel.write(self.requests, (name, tuple(args), subject, self.request))
         except OSError:  # it ended: the reply says how
             pass
 
@@ -145,15 +151,19 @@ class Answer(core.Elsewhere):
         except channel.ChannelError as err:
             self.close()
             raise AnswerEnded(f"the process running your code sent back {err}") from None
-        shape = {"ok": 3, "error": 4}
+        shape = {"ok": 4, "error": 5}
         if not (isinstance(reply, tuple) and reply and shape.get(reply[0]) == len(reply)
-                and isinstance(reply[-1], list)):
+                and isinstance(reply[-2], list)):
             self.close()
             raise AnswerEnded("the process running your code sent back something else "
                               "than a reply")
+        if reply[-1] != self.request:
+            self.close()
+            raise AnswerEnded("the process running your code sent back a reply to no "
+                              "request of the grader's (written onto its channel?)")
         made = {}
-        self.kernels.update(filter(None, map(compiled.launched, reply[-1])))
-        for pair in reply[-1]:
+        self.kernels.update(filter(None, map(compiled.launched, reply[-2])))
+        for pair in reply[-2]:
             if (isinstance(pair, list) and len(pair) == 2 and pair[0] in launches.ORIGINS
                     and isinstance(pair[1], int) and pair[1] >= 0):
                 made[pair[0]] = pair[1]
@@ -245,23 +255,25 @@ def kernel_definition(found, names):
 
 
 def inspect_answer(found, names):
-    """(why the answer is not graded automatically, or "";
-        what it reaches that an instructor should see, or ""), read from its code (parsed,
-    never run here). An answer whose code reaches into the grader's own modules can
-    rewrite, in its own process, the steps that run it: its launches and trace could be
-    forged, so it is not graded automatically. Introspection (frames, the object heap,
-    hooks, imports by computed name) is reported for review."""
+    """Why the answer is not graded automatically, or "", read from its code (parsed,
+    never run here). An answer whose code reaches into the grader's own modules, or into
+    the interpreter's own objects (frames, the object heap, closures, hooks, raw
+    memory), can rewrite, in its own process, the steps that run it: its launches and
+    trace could be forged, so it is not graded automatically. Nor is one that asks
+    whether it runs on the simulator, which grades only that branch."""
     from kernels.grading import extract, reach
 
     grader, introspection, flags = reach.reach(extract.needed(found, names))
-    blocked = (f"its code uses the grader's own modules ({', '.join(grader)}), which no "
-               "answer needs" if grader else
-               f"its code asks whether it runs on the simulator ({', '.join(flags)}): the "
-               "simulator would grade only its simulator branch, and a GPU runs the "
-               "other" if flags else "")
-    review = (f"its code uses {', '.join(introspection)}, which answers rarely need"
-              if introspection else "")
-    return blocked, review
+    if grader:
+        return f"its code uses the grader's own modules ({', '.join(grader)}), which no " \
+               "answer needs"
+    if introspection:
+        return f"its code uses {', '.join(introspection)}: the interpreter's own objects, " \
+               "which no answer needs and which can forge the record of how it ran"
+    if flags:
+        return f"its code asks whether it runs on the simulator ({', '.join(flags)}): the " \
+               "simulator would grade only its simulator branch, and a GPU runs the other"
+    return ""
 
 
 def limits_reached(report):
@@ -288,7 +300,7 @@ def check(exercise, answer, found=None, certifier=None, compiler=None):
     from kernels import checks
 
     name = exercise.names[0]
-    blocked, review = inspect_answer(found, exercise.names) if found else ("", "")
+    blocked = inspect_answer(found, exercise.names) if found else ""
     if exercise.kernel and found and not blocked:
         if why := kernel_definition(found, exercise.names):
             blocked = (f"the definition of `{name}` runs code of yours when it is loaded "
@@ -332,14 +344,13 @@ def check(exercise, answer, found=None, certifier=None, compiler=None):
         return False, (f"The checker could not run your `{name}`: "
                        f"{type(err).__name__}: {err}"), ""
     limits_reached(report)
-    flags = report.grader_limits + ([f"to review: {review}"] if review else [])
     if report.hung:  # its process may still be running that code: no other exercise there
         answer.close()
     if report.passed and compiler is not None and not exercise.kernel:
         failed, flag = compiled.certify(exercise, answer, compiler)
         if failed:
             return False, failed, flag
-    return report.passed, str(report)[:MAX_REPORT_CHARS], "; ".join(flags)
+    return report.passed, str(report)[:MAX_REPORT_CHARS], "; ".join(report.grader_limits)
 
 
 def time_limits(seconds):
@@ -353,7 +364,6 @@ def time_limits(seconds):
 
 def main():
     import ctypes
-    import secrets
 
     # Not dumpable: no other process of this user (a student's, where there is no
     # sandbox) may read or write this process's memory, or trace it.
@@ -386,7 +396,7 @@ def main():
     # no code of the student's runs where a kernel is compiled.
     shareable = [ex for ex in exercises
                  if ex.kernel and not kernel_definition(found, ex.names)
-                 and not inspect_answer(found, ex.names)[0]]
+                 and not inspect_answer(found, ex.names)]
     names = [n for ex in shareable for n in ex.names]
     if kernel_definition(found, names):
         shareable, names = [], []

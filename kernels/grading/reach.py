@@ -31,6 +31,19 @@ INTROSPECTION = {"_current_frames", "_getframe", "f_locals", "f_globals", "f_bac
                  "inspect"}
 
 
+# Dunder attributes an answer may use (__dict__: a module's namespace, which _by_name
+# reads); any other (a function's __closure__, a class's __mro__, a hook's __qualname__)
+# reads or rewrites the interpreter's own objects, and so counts as introspection
+PLAIN_DUNDERS = {"__name__", "__doc__", "__init__", "__len__", "__version__", "__dict__",
+                 "__array_interface__", "__cuda_array_interface__"}
+
+
+def _introspective(name):
+    """Whether attribute `name` is one only introspection needs."""
+    return name in INTROSPECTION or name == "cell_contents" or (
+        name.startswith("__") and name.endswith("__") and name not in PLAIN_DUNDERS)
+
+
 # What tells the simulator from a GPU: an answer that asks runs one branch on the
 # simulator and another on a GPU, and the simulator can grade only its own.
 SIMULATOR_FLAGS = {"ENABLE_CUDASIM", "NUMBA_ENABLE_CUDASIM", "SIMULATOR", "simulator",
@@ -208,13 +221,21 @@ def reach(kept):
                 grader.add(unreadable)
             name = n.id if isinstance(n, ast.Name) else n.attr if isinstance(
                 n, ast.Attribute) else None
-            if name in INTROSPECTION:
+            if _called(n) in ("getattr", "setattr", "hasattr", "delattr") and \
+                    len(n.args) >= 2 and isinstance(n.args[1], ast.Constant) and \
+                    isinstance(n.args[1].value, str):
+                name = n.args[1].value  # getattr(f, "__closure__") is f.__closure__
+            if name in INTROSPECTION or isinstance(n, (ast.Attribute, ast.Call)) and \
+                    name and _introspective(name):
                 introspection.add(name)
             if name in SIMULATOR_FLAGS or isinstance(n, ast.Constant) and n.value in (
                     "NUMBA_ENABLE_CUDASIM",):
                 flags.add(name or n.value)
-            if isinstance(n, (ast.Import, ast.ImportFrom)):
+            if isinstance(n, (ast.Import, ast.ImportFrom)):  # numba.cuda.simulator.x too
                 flags |= {a.name for a in n.names} & SIMULATOR_FLAGS
+                flags |= {part for a in n.names for part in a.name.split(".")} & SIMULATOR_FLAGS
+                if isinstance(n, ast.ImportFrom) and n.module:
+                    flags |= set(n.module.split(".")) & SIMULATOR_FLAGS
             if isinstance(n, (ast.Import, ast.ImportFrom)):
                 introspection |= {a.name.split(".")[0] for a in n.names} & INTROSPECTION
                 if isinstance(n, ast.ImportFrom) and n.module in INTROSPECTION:

@@ -16,13 +16,13 @@ import numpy as np
 from kernels.trace.model import Access, Launch, Operation, Trace, TraceError
 from kernels.trace.order import Clock
 
-# Access columns, in order: ints, then three columns each for block, thread and index
-# (index padded with 0; its length in "ndim"), then the words as table positions
+# Access columns, in order: ints, then three columns each for block and thread, then the
+# words as table positions; the indices are a table of their own, as wide as the most
+# dimensions an array has (padded with 0; each index's length in "ndim")
 _INTS = ("seq", "tid", "address", "sector_base", "itemsize", "epoch", "grid_epoch",
          "counter", "site0", "site1", "site2", "ndim", "locks", "clock", "pending")
 _WORDS = ("space", "array", "kind", "op")
-_COLUMNS = _INTS + ("block0", "block1", "block2", "thread0", "thread1", "thread2",
-                    "index0", "index1", "index2") + _WORDS
+_COLUMNS = _INTS + ("block0", "block1", "block2", "thread0", "thread1", "thread2") + _WORDS
 _ARRAY_KEYS = ("space", "shape", "dtype", "same_as", "allocation", "largest")
 
 
@@ -56,29 +56,33 @@ def encode(trace):
         events = [(seq, accesses.number(a), change) for seq, a, change in launch.lock_events]
         arrays = [(name, [(k, _array_value(info[k])) for k in _ARRAY_KEYS if k in info])
                   for name, info in launch.arrays.items()]
-        launches.append((launch.number, launch.kernel, tuple(launch.grid),
-                         tuple(launch.block), launch.stream, arrays, first,
+        launches.append((launch.number, launch.kernel, _dim3_of(launch.grid),
+                         _dim3_of(launch.block), launch.stream, arrays, first,
                          len(launch.accesses), _pairs(launch.clock),
                          bool(launch.cooperative), list(launch.diverged),
                          [(seq, a, change) for seq, a, change in events]))
     rows = []
-    for a in accesses.items:
-        if len(a.index) > 3:
-            raise WireError(f"an access to a {len(a.index)}-dimensional array")
-        index = tuple(a.index) + (0,) * (3 - len(a.index))
+    width = max((len(a.index) for a in accesses.items), default=0)
+    indices = np.zeros((len(accesses.items), width), np.int64)
+    for n, a in enumerate(accesses.items):
+        indices[n, :len(a.index)] = a.index
         rows.append((a.seq, a.tid, a.address, a.sector_base, a.itemsize, a.epoch,
                      a.grid_epoch, a.counter, *a.site, len(a.index),
                      locks.number(tuple(sorted(a.locks))), _number(clocks, a.clock),
-                     _number(clocks, a.pending),
-                     *a.block, *a.thread, *index,
+                     _number(clocks, a.pending), *a.block, *a.thread,
                      *(words.number(getattr(a, w)) for w in _WORDS)))
     table = np.array(rows, dtype=np.int64).reshape(len(rows), len(_COLUMNS))
     operations = [(op.seq, op.what, op.stream, _pairs(op.clock),
                    np.array(op.reads, np.int64).reshape(-1, 2),
                    np.array(op.writes, np.int64).reshape(-1, 2)) for op in trace.operations]
-    return ("trace", launches, table, list(words.items), _clocks(clocks.items),
+    return ("trace", launches, (table, indices), list(words.items), _clocks(clocks.items),
             [np.array(s, np.int64) for s in locks.items], operations,
             _pairs(trace.regions), int(trace.device_waits))
+
+
+def _dim3_of(values):
+    """A launch's grid or block as three Python ints (a NumPy integer is one too)."""
+    return tuple(int(v) for v in values)
 
 
 def _number(table, clock):
@@ -145,7 +149,11 @@ def _dim3(values, what):
 def _decode(data):
     _check(isinstance(data, tuple) and len(data) == 9 and data[0] == "trace", "its form")
     _, launches, table, words, clocks, locks, operations, regions, waits = data
+    _check(isinstance(table, tuple) and len(table) == 2, "the accesses")
+    table, indices = table
     table = _ints(table, (len(_COLUMNS),), "the accesses")
+    _check(isinstance(indices, np.ndarray) and indices.dtype == np.int64
+           and indices.ndim == 2 and len(indices) == len(table), "the indices")
     words = [_word(w, "a word") for w in words]
     clock_list = _decode_clocks(clocks)
     lock_sets = [frozenset(int(v) for v in _ints(s, (), "a lock set")) for s in locks]
@@ -153,10 +161,11 @@ def _decode(data):
     _check(((column["locks"] >= 0) & (column["locks"] < len(lock_sets))).all(), "locks")
     for name in ("clock", "pending"):  # -1: none
         _check(((column[name] >= -1) & (column[name] < len(clock_list))).all(), name)
-    _check(((column["ndim"] >= 0) & (column["ndim"] <= 3)).all(), "ndim")
+    _check(((column["ndim"] >= 0) & (column["ndim"] <= indices.shape[1])).all(), "ndim")
     for name in _WORDS:
         _check(((column[name] >= 0) & (column[name] < len(words))).all(), name)
-    accesses = [_access(row.tolist(), words, clock_list, lock_sets) for row in table]
+    accesses = [_access(row, index, words, clock_list, lock_sets)
+                for row, index in zip(table.tolist(), indices.tolist())]
     trace = Trace([_launch(entry, accesses) for entry in _list(launches, "launches")],
                   [_operation(entry) for entry in _list(operations, "operations")],
                   {_int(k, "a region"): _word(v, "a region") for k, v in
@@ -169,13 +178,12 @@ def _list(value, what):
     return value
 
 
-def _access(row, words, clocks, locks):
+def _access(row, index, words, clocks, locks):
     v = dict(zip(_COLUMNS, row))
-    ndim = v["ndim"]
     return Access(
         v["seq"], (v["block0"], v["block1"], v["block2"]),
         (v["thread0"], v["thread1"], v["thread2"]), v["tid"], words[v["space"]],
-        words[v["array"]], (v["index0"], v["index1"], v["index2"])[:ndim], v["address"],
+        words[v["array"]], tuple(index[:v["ndim"]]), v["address"],
         v["sector_base"], v["itemsize"], words[v["kind"]], words[v["op"]], v["epoch"],
         locks[v["locks"]], (v["site0"], v["site1"], v["site2"]), v["grid_epoch"],
         v["counter"], *(None if v[c] < 0 else clocks[v[c]] for c in ("clock", "pending")))
