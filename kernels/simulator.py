@@ -297,6 +297,22 @@ def _device_call(self, *args):
     return _KERNEL_CALL(self, *args)
 
 
+def _configured(self, configuration):
+    """FakeCUDAKernel.__getitem__, refusing what a GPU's launch refuses: numba-cuda takes
+    a grid and a block of Python ints only (a NumPy integer, from np.minimum or an
+    array's shape arithmetic, raises there), so the simulator does too."""
+    if isinstance(configuration, tuple):
+        for what, dims in zip(("grid", "block"), configuration[:2]):
+            given = dims if isinstance(dims, (tuple, list)) else (dims,)
+            if not all(isinstance(d, int) for d in given):
+                shown = tuple(given) + (1,) * (3 - len(given))
+                raise ValueError(
+                    f"LaunchConfig.{what} must be an int, or a tuple with up to 3 ints (got "
+                    f"{shown!r}): a GPU's launch takes Python ints only, so convert a "
+                    "NumPy integer with int(...)")
+    return _GETITEM(self, configuration)
+
+
 def _filled(cell):
     try:
         cell.cell_contents
@@ -396,7 +412,7 @@ def _local_array(self, shape, dtype, alignment=None):
 
 _SHARED_ARRAY, _SHARED_INIT = kernelapi.FakeCUDAShared.array, kernelapi.FakeCUDAShared.__init__
 _LOCAL_ARRAY = kernelapi.FakeCUDALocal.array
-_KERNEL_CALL = None  # FakeCUDAKernel.__call__ before install()
+_KERNEL_CALL = _GETITEM = None  # FakeCUDAKernel.__call__, __getitem__ before install()
 
 
 def install():
@@ -411,9 +427,11 @@ def install():
     kernelapi.FakeCUDAShared.array = _shared_array
     kernelapi.FakeCUDAShared.__init__ = _shared_init
     kernelapi.FakeCUDALocal.array = _local_array
-    global _KERNEL_CALL
+    global _KERNEL_CALL, _GETITEM
     _KERNEL_CALL = kernel.FakeCUDAKernel.__call__
     kernel.FakeCUDAKernel.__call__ = _device_call
+    _GETITEM = kernel.FakeCUDAKernel.__getitem__
+    kernel.FakeCUDAKernel.__getitem__ = _configured
     for name in ("pinned_array", "pinned_array_like"):
         made = _noting(getattr(devicearray, name))
         setattr(devicearray, name, made)

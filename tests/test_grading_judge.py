@@ -3,7 +3,10 @@ started afresh at the next step (the notebook's certifying process, which compil
 host functions' kernels, after a kernel crashed it)."""
 
 import os
+import pathlib
+import shutil
 import subprocess
+import tempfile
 
 import pytest
 
@@ -91,6 +94,16 @@ BLINDS_THE_ANALYSES = '''\
     hazards.races = hazards.stream_races = hazards.barriers = lambda *a, **k: []'''
 
 
+@pytest.fixture
+def folder():
+    """A submission's folder as the runner makes one: under the system's temporary
+    folder, which the answer process's user (another one, where the grader is root) can
+    pass through (a pytest tmp_path's parent is root's own)."""
+    path = tempfile.mkdtemp(prefix="kernels-grade-")
+    yield pathlib.Path(path)
+    shutil.rmtree(path, ignore_errors=True)
+
+
 def _checked(tmp_path, before, count):
     """judge.check of atomics-ex-256 on a notebook of HISTOGRAM, in an answer process
     started as the grader starts one (without the sandbox, and without the static
@@ -114,13 +127,13 @@ def _checked(tmp_path, before, count):
         answer.close()
 
 
-def test_the_answer_s_process_holds_no_deciding_half_of_the_checkers(tmp_path):
-    passed, report, flag = _checked(tmp_path, LOOKS_FOR_THE_CHECKER,
+def test_the_answer_s_process_holds_no_deciding_half_of_the_checkers(folder):
+    passed, report, flag = _checked(folder, LOOKS_FOR_THE_CHECKER,
                                     "cuda.atomic.add(s, data[i], 1)")
     assert passed, report
 
 
-def test_what_the_answer_changes_in_its_process_cannot_change_the_race_verdict(tmp_path):
-    passed, report, _ = _checked(tmp_path, BLINDS_THE_ANALYSES, "s[data[i]] += 1")
+def test_what_the_answer_changes_in_its_process_cannot_change_the_race_verdict(folder):
+    passed, report, _ = _checked(folder, BLINDS_THE_ANALYSES, "s[data[i]] += 1")
     assert not passed
     assert "lost update" in report, report

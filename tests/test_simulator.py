@@ -233,3 +233,24 @@ def test_blocks_run_in_a_shuffled_order_where_asked_each_once():
     assert len({tuple(in_index_order), tuple(first), tuple(second)}) == 3
     assert again == first
     assert _block_order((4, 3)) == in_index_order  # outside it, index order again
+
+
+@pytest.mark.parametrize("configuration", [(np.int64(2), 8), (2, np.int32(8)),
+                                           ((2, np.int64(1)), (8, 1))])
+def test_a_launch_configured_with_numpy_integers_fails_as_on_a_gpu(configuration):
+    """numba-cuda's launch on a GPU takes Python ints only (seen on the lent H100 with
+    numba-cuda 0.30.4: a grid from np.minimum raised there and passed here)."""
+    x = np.zeros(20, np.int32)
+    with pytest.raises(ValueError, match=r"must be an int, or a tuple with up to 3 ints.*"
+                                         r"convert a NumPy integer with int"):
+        _numpy_config_kernel[configuration](x)
+    _numpy_config_kernel[tuple(int(c) if np.isscalar(c) else tuple(map(int, c))
+                               for c in configuration)](x)
+    assert x.sum() == 16
+
+
+@cuda.jit
+def _numpy_config_kernel(x):
+    i = cuda.grid(1)
+    if i < x.size:
+        x[i] = 1

@@ -72,10 +72,9 @@ def traces(rng):
     m = np.full((3, 40), -1, np.int32)
     m[0] = rng.integers(0, 100, 40)
     yield trace.run(cooperative.rows_grid_sync, m, blocks=3, threads=16)
-    # a launch configured with NumPy integers, on an array of four dimensions
+    # an array of four dimensions
     x = rng.standard_normal((2, 3, 2, 5)).astype(np.float32)
-    yield trace.launch(four_dimensions_kernel, (np.int64(2), np.uint8(32)), x,
-                       np.full_like(x, np.nan))
+    yield trace.launch(four_dimensions_kernel, (2, 32), x, np.full_like(x, np.nan))
 
 
 def test_a_trace_comes_back_equal_and_analysed_alike(rng):
