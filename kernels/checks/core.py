@@ -250,7 +250,7 @@ def run_cases(exercise, cases, run, *, rtol=None, atol=None, repeats=REPEATS, ra
         return Report(exercise, [Case("not run inside the notebook: the grader runs this "
                                       "check itself once the notebook has finished", True,
                                       "")])
-    first = race() if race is not None and SIMULATOR else None  # None: nothing traced
+    first = race() if race is not None and SIMULATOR else None  # None: no race case yet
     if first is not None and not first.passed and first.always_shown:  # a race, not values
         return Report(exercise, [first])
     rule = _launch_rule(exercise)

@@ -89,7 +89,7 @@ def _kernel_case(kernel, configuration, args, launch, shared, needs, expected, o
         result = (result, None)  # not of the step's form: _case says so
     outcome, got = result
     case = _case(launch, outcome, shared=shared, needs=needs)
-    if case is None or not case.passed or got is None:
+    if not case.passed or got is None:
         return case
     try:
         check(got, expected, name="your result", rtol=rtol, atol=atol)
@@ -137,8 +137,9 @@ def _case(launch, outcome, *, input_bytes=0, shared=None, needs=()):
             return core.Case(description, False, f"under the tracer your code raised {words}",
                              True)
         if kind == "nothing":
-            return core.Case(description, False, "under the tracer your code launched no "
-                             "kernel: the answer must do its work in kernels on the device")
+            return core.Case(description, False, "no kernel of yours was launched under "
+                             "the tracer: the answer must do its work in kernels on the "
+                             "device")
         if kind == "lock":  # the likely cause, in the answer's words
             return core.Case(description, False, f"the tracer could not finish: {words}. So "
                              "the grader cannot tell whether it races; this case fails, and "
