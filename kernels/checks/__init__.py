@@ -14,7 +14,8 @@ Each checker is written in two halves (kernels.checks.core): the cases, referenc
 comparison, and the answer steps that run beside the reader's function
 (kernels.checks.steps). In a notebook both run here; under the grader the first half
 runs in its judge and the steps in a process of their own, which has no other module
-of this package, so that the reader's code never meets the comparison.
+of kernels.checks but the launch record and the exercise table, so that the reader's
+code never meets the cases or the comparison.
 """
 
 import importlib

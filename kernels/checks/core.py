@@ -11,8 +11,8 @@ every step that does is one of kernels.checks.steps, called as
 their own function and the step runs right there. Under the grader the subject is an
 `Elsewhere`: kernels.grading.judge runs the deciding half, and each step travels as
 its name and plain arguments (arrays and numbers, kernels.grading.channel) to
-kernels.grading.answers, the only process where the student's code was ever loaded,
-which has kernels.checks.steps and none of the deciding half, and sends back the
+kernels.grading.answers, the only process where the student's function runs for the
+judge, which has kernels.checks.steps and none of the deciding half, and sends back the
 step's plain result. The student's code therefore meets a case's inputs and nothing
 else of the checker.
 """

@@ -5,10 +5,11 @@ that runs the student's code: each step here takes the student's function (the
 subject) and plain arguments (a case's inputs, a launch's configuration) and returns
 plain data (the outputs, a trace as kernels.trace.wire makes it, an error's kind and
 words). Under the grader it is the only part of the checkers that the answer process
-(kernels.grading.answers) imports, and the only part of them in its copy of the
-package: no case, reference, tolerance, comparison or verdict is here, so nothing
-the student's code finds in its process can tell it what the judge expects. A race
-case's trace is recorded here and analysed in the judge (kernels.checks.races).
+(kernels.grading.answers) runs, and its copy of kernels.checks holds only this, the
+launch record and the exercise table: no case, reference, tolerance or verdict is
+there, so nothing the student's code finds in its process can tell it what the judge
+expects. A race case's trace is recorded here and analysed in the judge
+(kernels.checks.races).
 """
 
 import threading

@@ -27,9 +27,9 @@ its job; kernels.grading.copies).
 
 Nothing here knows a case's expected value, its tolerance, the list of cases, the
 grading run's secret, which exercise's label it answers or how the judge reports: this
-process imports a copy of the package whose kernels.checks holds only the answer steps
-(kernels.grading.package.answer_side), so there is nothing here to read or forge but
-the student's own outputs. A race case's trace is recorded here and sent back as plain
+process imports a copy of the package whose kernels.checks holds only the answer steps,
+the launch record and the exercise table (kernels.grading.package.answer_side), so
+there is nothing here to read of what decides. A race case's trace is recorded here and sent back as plain
 data (kernels.trace.wire); the judge finds the races in it. What the student's code can
 change in this process is the evidence of how an answer worked (its launch counts, its
 trace), never the comparison or the reading of the trace: book/instructors.md says so.

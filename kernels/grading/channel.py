@@ -13,7 +13,9 @@ MAX_FRAME_BYTES, or not of this form, is an error, never a value.
 import json
 import os
 # Bound at import, before any code of the student's runs in the answer process: code
-# that replaces json.dumps or os.write there later changes nothing that is sent.
+# that replaces json.dumps or os.write there later does not reach these names (code that
+# replaces what they call, json's encoder or NumPy's functions, can still change what
+# the answer process sends of itself: book/instructors.md says so).
 from json import dumps as _dumps
 from os import write as _write
 

@@ -128,9 +128,8 @@ class Answer(core.Elsewhere):
 
     def _send(self, name, args, subject):
         # a number the reply must carry back: a frame the student's code writes onto the
-        # reply pipe itself (it may find the pipe in its process) cannot know it, since
-        # it is a local of the answer process's loop, out of reach without the
-        # introspection that the static reading refuses (inspect_answer)
+        # reply pipe blindly does not count (code that reads the request pipe can learn
+        # it: book/instructors.md says so)
         self.request = secrets.randbits(62)
         try:
             channel.write(self.requests, (name, tuple(args), subject, self.request))

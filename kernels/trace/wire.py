@@ -1,14 +1,15 @@
 """A trace as plain data (numbers, words and integer arrays), and back, checked.
 
-The grader traces a student's code in the process where that code runs, and decides
-in its judge, where it never ran (kernels.grading): the trace travels between them
+The grader traces a student's code beside it, in the answer process (on a GPU machine
+in the tracer's simulator process, kernels.trace.remote), and decides in its judge,
+where that code never ran (kernels.grading): the trace travels between them
 over a channel that carries plain data only (kernels.grading.channel), never a
 pickle. `encode` turns a Trace into such data: the accesses as columns of int64
 arrays, each clock (kernels.trace.order.Clock) once, however many accesses share it.
 `decode` rebuilds the Trace and refuses, with WireError, anything that is not the
 form `encode` makes (a wrong type, a length that does not match, an index out of
-range): what it rebuilds is then only ever numbers and words that the analyses
-(kernels.trace.hazards, kernels.trace.points) read.
+range): what it rebuilds is then only ever numbers and words that the analyses read
+in the judge (kernels.trace.hazards and analyses; kernels.checks.points, races, hints).
 """
 
 import numpy as np
