@@ -328,6 +328,11 @@ def _mean_variance_from(kernel, out):
     return mean_variance
 
 
+# On a GPU machine the trace runs in a process of its own, to which a function made in
+# a function (as these tests make their answers) cannot travel: its race case fails
+# there, saying so, whatever the answer
+@pytest.mark.skipif(not kernels.SIMULATOR, reason="the answer is a closure: its race "
+                    "case cannot be traced from a GPU machine")
 def test_a_race_between_grid_stride_rounds_fails():
     """The race case gives every thread two grid-stride rounds or more: with one round
     (n=300 on 2 blocks of 256) a race between rounds never shows."""
@@ -346,8 +351,10 @@ def test_sums_into_an_output_never_zeroed_fail():
     report = checks.mean_variance(_mean_variance_from(
         mean_variance, lambda: cuda.device_array(2, np.float64)))
     assert not report.passed and "got nan" in str(report)
-    assert checks.mean_variance(_mean_variance_from(
-        mean_variance, lambda: cuda.to_device(np.zeros(2)))).passed
+    zeroed = checks.mean_variance(_mean_variance_from(
+        mean_variance, lambda: cuda.to_device(np.zeros(2))))
+    assert all(c.passed for c in zeroed.cases if "traced at" not in c.description)
+    assert zeroed.passed or not kernels.SIMULATOR  # (see the race case above)
 
 
 def test_kahan_keeps_its_compensation_under_fastmath():
