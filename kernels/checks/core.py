@@ -78,7 +78,7 @@ def beyond_16_bits(rng, dtype=np.int32):
 
 class Elsewhere:
     """A student's function that lives in another process (the grader's stand-in,
-    kernels.grading.judge): `run(name, args)` runs the named step beside it there."""
+    kernels.grading.stand_in): `run(name, args)` runs the named step beside it there."""
 
     def run(self, name, args):
         raise NotImplementedError

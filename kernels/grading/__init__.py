@@ -13,6 +13,7 @@ What decides the grade, where no code of the notebook was ever loaded:
                  finds the races in the traces that come back, and has the kernels
                  compiled for a GPU where no code of the student's ran (compiled, copies)
 And the one narrow channel between them:
+    stand_in     the judge's end: each answer step as a request, each reply as its result
     channel      frames of plain data (arrays, numbers, words); nothing is unpickled
 
 The rest:
