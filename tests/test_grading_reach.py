@@ -150,3 +150,23 @@ def f(x):
     return np.asarray(x).__array_interface__["data"], f.__name__, np.__version__
 '''
     assert reached(plain) == ([], [], [])
+
+
+@pytest.mark.parametrize("source, found", [
+    ("import os\n\ndef f(x):\n    return os.dup2(3, 9)\n", "dup2"),
+    ("import os\n\ndef f(x):\n    return os.listdir('/proc/self/fd')\n", "/proc/self/fd"),
+    ("def f(x):\n    return open('/proc/self/mem', 'rb')\n", "/proc/self/mem"),
+    ("import operator\nimport kernels\n\ndef f(x):\n"
+     "    return operator.attrgetter('checks.launches')(kernels)\n", "attrgetter"),
+    ("import pkgutil\n\ndef f(x):\n    return pkgutil.resolve_name('kernels.' + x)\n",
+     "resolve_name"),
+    ("import pickle\n\ndef f(x):\n    return pickle.loads(x)\n", "pickle"),
+    ("import subprocess\nimport sys\n\ndef f(x):\n"
+     "    return subprocess.run([sys.executable, '-c', x])\n", "subprocess"),
+    ("import traceback\n\ndef f(x):\n    return list(traceback.walk_stack(None))\n",
+     "walk_stack"),
+])
+def test_the_process_s_own_descriptors_memory_and_other_doors_are_found(source, found):
+    """Routes a sceptical read found past the reading: the answer process's pipes and
+    memory, names resolved from strings or bytes, a child Python, frames by traceback."""
+    assert found in reached(source)[1]

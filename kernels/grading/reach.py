@@ -28,7 +28,16 @@ INTROSPECTION = {"_current_frames", "_getframe", "f_locals", "f_globals", "f_bac
                  "setprofile", "settrace", "get_objects", "get_referents",
                  "get_referrers", "pythonapi", "ctypes", "gc", "__code__", "__globals__",
                  "builtins", "__builtins__", "__import__", "import_module", "reload",
-                 "inspect"}
+                 "inspect",
+                 # frames by other doors, and names resolved from strings or bytes
+                 "walk_stack", "extract_stack", "tb_frame", "exc_info", "attrgetter",
+                 "methodcaller", "resolve_name", "pickle", "marshal", "dill",
+                 # the process's own file descriptors (its pipes to the judge), and
+                 # processes of its own
+                 "fcntl", "dup", "dup2", "fdopen", "fstat", "subprocess", "Popen", "fork",
+                 "forkpty", "execv", "execve", "execvp", "spawnv", "system", "popen"}
+# Files that are the process itself: its memory, its descriptors
+PROCESS_FILES = ("/proc/", "/dev/fd")
 
 
 # Dunder attributes an answer may use (__dict__: a module's namespace, which _by_name
@@ -228,6 +237,9 @@ def reach(kept):
             if name in INTROSPECTION or isinstance(n, (ast.Attribute, ast.Call)) and \
                     name and _introspective(name):
                 introspection.add(name)
+            if isinstance(n, ast.Constant) and isinstance(n.value, str) and \
+                    n.value.startswith(PROCESS_FILES):
+                introspection.add(n.value[:40])
             if name in SIMULATOR_FLAGS or isinstance(n, ast.Constant) and n.value in (
                     "NUMBA_ENABLE_CUDASIM",):
                 flags.add(name or n.value)
