@@ -13,6 +13,7 @@ expects. A race case's trace is recorded here and analysed in the judge
 """
 
 import threading
+import types
 
 import numpy as np
 from numba import cuda
@@ -265,8 +266,6 @@ def _launch_kernel(kernel, configuration, *args):
 def _travel(fn):
     """On a GPU machine the call runs in the tracer's process: a notebook's function
     travels as its code (kernels.trace.remote)."""
-    import types
-
     if trace.LOCAL or not isinstance(fn, types.FunctionType):
         return fn
     try:

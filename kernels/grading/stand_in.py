@@ -20,7 +20,7 @@ import tempfile
 import threading
 import time
 
-from kernels.checks import core, launches
+from kernels.checks import core, launches, steps
 from kernels.grading import answers, channel, compiled
 
 STEP_MARGIN_S = 10.0  # beyond the checkers' own limits, for a reply to come back
@@ -105,8 +105,6 @@ class Answer(core.Elsewhere):
     def run(self, name, args, subject=None):
         """Run step `name` with `args` beside `subject` (a name the process loaded;
         default: the first)."""
-        from kernels.checks import steps
-
         with self.lock:
             self._open()
             self._send(name, args, subject or self.names[0])

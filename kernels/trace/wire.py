@@ -60,8 +60,7 @@ def encode(trace):
         launches.append((launch.number, launch.kernel, _dim3_of(launch.grid),
                          _dim3_of(launch.block), launch.stream, arrays, first,
                          len(launch.accesses), _pairs(launch.clock),
-                         bool(launch.cooperative), list(launch.diverged),
-                         [(seq, a, change) for seq, a, change in events]))
+                         bool(launch.cooperative), list(launch.diverged), events))
     rows = []
     width = max((len(a.index) for a in accesses.items), default=0)
     indices = np.zeros((len(accesses.items), width), np.int64)
@@ -167,11 +166,10 @@ def _decode(data):
         _check(((column[name] >= 0) & (column[name] < len(words))).all(), name)
     accesses = [_access(row, index, words, clock_list, lock_sets)
                 for row, index in zip(table.tolist(), indices.tolist())]
-    trace = Trace([_launch(entry, accesses) for entry in _list(launches, "launches")],
+    return Trace([_launch(entry, accesses) for entry in _list(launches, "launches")],
                   [_operation(entry) for entry in _list(operations, "operations")],
                   {_int(k, "a region"): _word(v, "a region") for k, v in
                    _list(regions, "regions")}, _int(waits, "device waits"))
-    return trace
 
 
 def _list(value, what):
