@@ -122,3 +122,20 @@ def test_what_is_not_a_trace_is_refused(rng):
     for bad in _tampered(across(wire.encode(t)), rng):
         with pytest.raises(wire.WireError, match="malformed"):
             wire.decode(bad)
+
+
+def test_a_trace_of_threads_that_take_locks_fits_a_frame_with_room(rng):
+    """Every clock of threads that take locks knows of most threads (over a million
+    entries for the bin-product race case): at 48 bytes an entry such a trace grew past
+    the channel's largest frame on a clean-clone run, and a correct answer failed."""
+    from kernels.checks import mutex as checked
+    from kernels.checks import races
+    from kernels.solutions import mutex as solved
+
+    n = races.two_rounds(rng, checked.RACE_THREADS)
+    keys = rng.integers(0, 16, n).astype(np.int32)
+    values = rng.uniform(0.9, 1.1, n).astype(np.float32)
+    t = trace.run(solved.bin_product, keys, values, 16)
+    assert sum(len(c.threads) for c in {id(a.clock): a.clock for launch in t.launches
+                                        for a in launch.accesses}.values()) > 500_000
+    assert len(channel.encode(wire.encode(t))) < channel.MAX_FRAME_BYTES / 8

@@ -100,13 +100,23 @@ def _pairs(mapping):
 
 
 def _clocks(items):
-    """The clocks as arrays: grid[m]; the blocks' entries (x, y, z, barriers) and the
-    threads' (x, y, z, tid, counter), each with the clock they belong to."""
-    grid = np.array([c.grid for c in items], np.int64)
+    """The clocks as arrays: grid[m] and the number of each one's threads' table; the
+    blocks' entries (x, y, z, barriers), each with the clock it belongs to; the threads
+    (x, y, z, tid) the clocks know of; and each distinct threads' table once, as entries
+    (table, thread, counter) in int32. Where threads take locks, every clock knows of
+    most threads, and many clocks know the same: a trace of a few thousand lock-taking
+    threads held millions of entries, most of them repeated."""
+    threads, tables = _Table(equal=True), _Table(equal=True)
+    grid = np.array([(c.grid, tables.number(frozenset(c.threads.items()))) for c in items],
+                    np.int64).reshape(-1, 2)
     blocks = [(n, *b, v) for n, c in enumerate(items) for b, v in c.blocks.items()]
-    threads = [(n, *b, t, v) for n, c in enumerate(items) for (b, t), v in c.threads.items()]
+    entries = np.array([(n, threads.number(key), v) for n, table in enumerate(tables.items)
+                        for key, v in table], np.int64).reshape(-1, 3)
+    if len(entries) and (entries.max() >= 2**31 or entries.min() < -2**31):
+        raise WireError("a clock's entry past 32 bits")
     return (grid, np.array(blocks, np.int64).reshape(-1, 5),
-            np.array(threads, np.int64).reshape(-1, 6))
+            np.array([(*b, t) for b, t in threads.items], np.int64).reshape(-1, 4),
+            entries.astype(np.int32))
 
 
 def decode(data):
@@ -189,18 +199,26 @@ def _access(row, index, words, clocks, locks):
 
 
 def _decode_clocks(clocks):
-    _check(isinstance(clocks, tuple) and len(clocks) == 3, "the clocks")
-    grid = _ints(clocks[0], (), "the clocks' grid")
-    blocks, threads = _ints(clocks[1], (5,), "the clocks"), _ints(clocks[2], (6,), "clocks")
+    _check(isinstance(clocks, tuple) and len(clocks) == 4, "the clocks")
+    grid = _ints(clocks[0], (2,), "the clocks' grid")
+    blocks, threads = _ints(clocks[1], (5,), "the clocks"), _ints(clocks[2], (4,), "clocks")
+    entries = clocks[3]
+    _check(isinstance(entries, np.ndarray) and entries.dtype == np.int32
+           and entries.ndim == 2 and entries.shape[1] == 3, "the clocks' entries")
     m = len(grid)
+    count = int(entries[:, 0].max()) + 1 if len(entries) else 0
     _check(((blocks[:, 0] >= 0) & (blocks[:, 0] < m)).all()
-           and ((threads[:, 0] >= 0) & (threads[:, 0] < m)).all(), "a clock's entry")
-    of_block, of_thread = [{} for _ in range(m)], [{} for _ in range(m)]
+           and ((entries[:, 0] >= 0) & (entries[:, 1] >= 0)).all()
+           and ((entries[:, 1] < len(threads))).all()
+           and ((grid[:, 1] >= 0) & (grid[:, 1] <= count)).all(), "a clock's entry")
+    keys = [((x, y, z), tid) for x, y, z, tid in threads.tolist()]
+    of_block, tables = [{} for _ in range(m)], [{} for _ in range(count + 1)]
     for n, x, y, z, value in blocks.tolist():
         of_block[n][(x, y, z)] = value
-    for n, x, y, z, tid, value in threads.tolist():
-        of_thread[n][((x, y, z), tid)] = value
-    return [Clock(int(g), of_block[n], of_thread[n]) for n, g in enumerate(grid.tolist())]
+    for n, thread, value in entries.tolist():
+        tables[n][keys[thread]] = value
+    return [Clock(g, of_block[n], tables[t])  # shared: a clock is never changed
+            for n, (g, t) in enumerate(grid.tolist())]
 
 
 def _launch(entry, accesses):
