@@ -35,11 +35,9 @@ launch beside it in another thread, keeps the interval as it was; so does a trac
 Importing this module installs all this on the simulator (`import kernels` does, once
 numba.cuda is imported).
 
-On the simulator a pinned array (cuda.pinned_array, pinned_array_like, or one inside
-`with cuda.pinned(...)`) is ordinary memory. The tracer needs to know which host
-arrays CUDA would page-lock: a copy from a stream into one returns before it is done,
-while a copy into pageable memory returns when it is (kernels.trace.record). install()
-notes them (page_locked); what the simulator does with them is unchanged.
+A GPU takes a lock for one of the threads that try at once, and a copy into pinned
+host memory from a stream is not done when it returns; the simulator would hide both
+(kernels.simulator_concurrency, which install() installs).
 
 A GPU's shared and local arrays start with whatever the memory held; the simulator's
 start as NumPy's np.empty or np.zeros left them, often zeros, so a kernel that reads
@@ -65,23 +63,21 @@ import sys
 import threading
 import time
 import types as pytypes
-import weakref
 
 import numpy as np
 from numba.cuda.simulator import api, kernel, kernelapi
 from numba.core import types
 from numba.cuda.simulator.cudadrv import devices
-from numba.cuda.simulator.cudadrv import devicearray
 from numba.np import numpy_support
 
 import kernels
+from kernels import simulator_concurrency
 from kernels.simulator_types import declared_launch, declaring_jit, numba_typed
 
 # the per-block limits of every GPU since compute capability 5.0 (the simulator's is 5.2)
 DEVICE_LIMITS = {"MAX_THREADS_PER_BLOCK": 1024, "MAX_BLOCK_DIM_X": 1024,
                  "MAX_BLOCK_DIM_Y": 1024, "MAX_BLOCK_DIM_Z": 64,
                  "MAX_SHARED_MEMORY_PER_BLOCK": 48 * 1024, "WARP_SIZE": 32}
-_PAGE_LOCKED = {}  # id of a root array -> a weak reference to it
 
 
 class YieldingBlockManager(kernel.BlockManager):
@@ -93,6 +89,7 @@ class YieldingBlockManager(kernel.BlockManager):
         super().__init__(numba_typed(f), *args)
 
     def run(self, grid_point, *args):
+        simulator_concurrency.block_starts(traced=bool(_EVERY_THREAD_ITS_OWN))
         if _SHUFFLING:
             grid_point = _shuffled(self._grid_dim, grid_point)
         if not self._debug and not _EVERY_THREAD_ITS_OWN and runs_in_turn(self._f):
@@ -175,8 +172,9 @@ _SPINS = ("cas", "compare_and_swap", "exch", "nanosleep")  # what a lock spins w
 _SWITCHING = {True: 0, False: 0, "before": None}
 _SWITCHING_LOCK = threading.Lock()
 # Names of what waits for other threads: barriers, warp votes and shuffles, grid groups
+# and a lock's compare-and-swap: the others must find it taken (simulator_concurrency)
 _WAITS = ("sync", "shfl", "vote", "match", "activemask", "lanemask", "this_grid", "cg",
-          "nanosleep")
+          "nanosleep", "cas", "compare_and_swap")
 _PLAIN_MODULES = ("math", "cmath", "operator", "numpy", "numba")
 
 
@@ -330,46 +328,6 @@ def code_names(code):
     return names
 
 
-def _root(ary):
-    while isinstance(getattr(ary, "base", None), np.ndarray):
-        ary = ary.base
-    return ary
-
-
-def _note(ary):
-    root = _root(ary)
-    key = id(root)
-    _PAGE_LOCKED[key] = weakref.ref(root, lambda _, key=key: _PAGE_LOCKED.pop(key, None))
-
-
-def page_locked(ary):
-    """Whether host array `ary` (or the array it views) is pinned memory."""
-    root = _root(ary)
-    ref = _PAGE_LOCKED.get(id(root))
-    return ref is not None and ref() is root
-
-
-def _noting(make):
-    def made(*args, **kwargs):
-        ary = make(*args, **kwargs)
-        _note(ary)
-        return ary
-    made.__doc__, made.__name__ = make.__doc__, make.__name__
-    return made
-
-
-@contextlib.contextmanager
-def pinned(*arrays):
-    """cuda.pinned(*arrays): the arrays are page-locked inside the block."""
-    for ary in arrays:
-        _note(ary)
-    try:
-        yield
-    finally:
-        for ary in arrays:
-            _PAGE_LOCKED.pop(id(_root(ary)), None)
-
-
 # 0x5A and 0xA5 bytes in turn: a large positive, then a large negative integer (a huge,
 # then a tiny negative float), so that a read of garbage spoils a sum or a maximum, and
 # the next time a minimum
@@ -417,8 +375,8 @@ _KERNEL_CALL = _GETITEM = None  # FakeCUDAKernel.__call__, __getitem__ before in
 
 def install():
     """Make the simulator's launches use YieldingBlockManager, run kernels and device
-    functions numba_typed, note pinned arrays, and give new shared and local arrays
-    garbage."""
+    functions numba_typed, give new shared and local arrays garbage, and install
+    kernels.simulator_concurrency (pinned memory, contended locks)."""
     from numba import cuda
 
     if kernel.BlockManager is YieldingBlockManager:
@@ -432,11 +390,7 @@ def install():
     kernel.FakeCUDAKernel.__call__ = _device_call
     _GETITEM = kernel.FakeCUDAKernel.__getitem__
     kernel.FakeCUDAKernel.__getitem__ = _configured
-    for name in ("pinned_array", "pinned_array_like"):
-        made = _noting(getattr(devicearray, name))
-        setattr(devicearray, name, made)
-        setattr(cuda, name, made)
-    devicearray.pinned = cuda.pinned = pinned
+    simulator_concurrency.install()
     api.jit = cuda.jit = declaring_jit(api.jit)
     for name, value in DEVICE_LIMITS.items():
         setattr(devices.FakeCUDADevice, name, value)

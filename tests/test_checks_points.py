@@ -4,6 +4,7 @@ a wait for the whole device) fails its checker, and says what is missing."""
 
 import math
 
+import numba
 import numpy as np
 import pytest
 from numba import cuda
@@ -82,6 +83,49 @@ def jacobi_by_launches(u, tol, max_steps):
 def test_a_host_loop_of_launches_fails_the_one_cooperative_launch():
     assert "the exercise asks for one cooperative launch" in _failed(
         checks.jacobi_until_converged(jacobi_by_launches))
+
+
+def histogram_counting_in(space, count_type):
+    """A histogram with per-block shared counters, where each thread first counts its
+    bytes in `space` ("local": its own array of 256; "shared": its row of a shared
+    table) of `count_type`: right while a thread counts at most the type's largest of
+    one byte, which the trace's few rounds per thread never pass."""
+    @cuda.jit
+    def counting(data, counts):
+        block = cuda.shared.array(256, numba.int32)
+        table = cuda.shared.array((64, 256), count_type)
+        t = cuda.threadIdx.x
+        for b in range(256):
+            if b % cuda.blockDim.x == t:
+                block[b] = 0
+        mine = cuda.local.array(256, count_type) if space == "local" else table[t]
+        for b in range(256):
+            mine[b] = 0
+        cuda.syncthreads()
+        for i in range(cuda.grid(1), data.size, cuda.gridsize(1)):
+            mine[data[i]] += 1
+        for b in range(256):
+            if mine[b]:
+                cuda.atomic.add(block, b, numba.int32(mine[b]))
+        cuda.syncthreads()
+        for b in range(256):
+            if b % cuda.blockDim.x == t:
+                cuda.atomic.add(counts, b, block[b])
+
+    def histogram_256(data):
+        counts = cuda.to_device(np.zeros(256, np.int64))
+        counting[4, 64](cuda.to_device(data), counts)
+        return counts.copy_to_host()
+    return histogram_256
+
+
+@pytest.mark.parametrize("space", ["local", "shared"])
+def test_a_histogram_counting_in_8_bits_fails_and_in_32_bits_passes(space):
+    where = {"local": "a thread's local array", "shared": "a shared array"}[space]
+    name = "mine" if space == "local" else "table"
+    assert f"keeps a count in {name}, {where} of uint8: it holds at most 255" in (
+        _failed(checks.histogram_256(histogram_counting_in(space, numba.uint8))))
+    assert checks.histogram_256(histogram_counting_in(space, numba.int32)).passed
 
 
 @cuda.jit

@@ -121,11 +121,11 @@ PATCHES_AFTER_NUMBA = """
 import sys
 import kernels.grading.cli  # the grader's command line: it launches no kernel
 assert "numba" not in sys.modules, "the command line imported Numba"
-from kernels import checks, simulator
+from kernels import checks, simulator, simulator_concurrency
 from numba import cuda  # the course's patches of Numba follow its import
 from numba.cuda.simulator import kernel
 assert kernel.BlockManager is simulator.YieldingBlockManager
-assert cuda.pinned is simulator.pinned and "saxpy" in checks.__all__
+assert cuda.pinned is simulator_concurrency.pinned and "saxpy" in checks.__all__
 from kernels.checks import launches
 
 @cuda.jit(device=True)

@@ -199,3 +199,20 @@ def test_a_trace_that_grows_too_large_spinning_on_a_lock_says_the_lock_never_cam
     # a trace that took no lock is nothing of the kind
     t = trace.run(atomics.increment_atomic, np.zeros(1, np.int64))
     assert trace.hazards.stuck_lock(t.launches[0]) == ""
+
+
+@cuda.jit
+def _flag_set(x, found, value_of_index):
+    i = cuda.grid(1)
+    if i < x.size and x[i] > 0:
+        found[0] = i if value_of_index else 1
+
+
+def test_threads_that_all_write_one_value_do_not_race_and_different_values_do(rng):
+    x = rng.integers(-3, 4, 100).astype(np.int64)
+    x[[5, 70]] = 1  # two blocks' threads at least set the flag
+    one = trace.launch(_flag_set, (4, 32), x, np.zeros(1, np.int64), False)
+    assert trace.races(one) == []
+    assert {a.value for a in one.launch().of("found", ("write",))} == {1}
+    index = trace.launch(_flag_set, (4, 32), x, np.zeros(1, np.int64), True)
+    assert [r.array for r in trace.races(index)] == ["found"]

@@ -66,15 +66,20 @@ def on_the_given_stream(t):
 
 
 def wide_counts(t):
-    """The counts the kernels write are kept in 32 bits or more. One kept in 8 or 16 bits
-    is right at the sizes a trace can run and wraps past 127 or 32,767, a count a GPU
-    case reaches (so a flag, only ever 0 or 1, may stay narrow)."""
+    """The counts the kernels keep are in 32 bits or more, in global, shared or a
+    thread's local memory. One kept in 8 or 16 bits is right at the sizes a trace can
+    run and wraps past 127, 255 or 32,767, a count a GPU case reaches. A count is an
+    element incremented by 1 up to 2 or more (a flag, only ever 0 or 1, may stay
+    narrow), or a global array's element the kernels wrote past 1."""
     for launch in t.launches:
         for name, info in launch.arrays.items():
-            largest = info.get("largest", 0)
-            if largest > 1 and launch.of(name, ("write", "atomic")):
+            largest = max(info.get("counted", 0), info.get("largest", 0)
+                          if launch.of(name, ("write", "atomic")) else 0)
+            if largest > 1:
                 dtype = info["dtype"]
-                return (f"{launch.kernel} keeps a count in {name}, an array of {dtype}: it "
+                where = {"shared": "a shared array", "local": "a thread's local array"
+                         }.get(info["space"], "an array")
+                return (f"{launch.kernel} keeps a count in {name}, {where} of {dtype}: it "
                         f"holds at most {np.iinfo(dtype).max:,}, and the exercise's counts go "
                         "further on larger inputs (a count reached "
                         f"{largest:,} here); keep counts in int32 or int64")

@@ -172,7 +172,7 @@ def normalized(kernel, blocks, threads, x):
 
 def pinned(values):
     """A pinned copy: copies from a stream into it, or out of it, are asynchronous (on
-    the simulator too, as the tracer models them: kernels.simulator.page_locked)."""
+    the simulator too, as the tracer models them: kernels.simulator_concurrency.page_locked)."""
     host = cuda.pinned_array(values.shape, values.dtype)
     host[:] = values
     return host

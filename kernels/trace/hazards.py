@@ -74,9 +74,9 @@ def _atomic_between(a, b, atomics):
 
 def races(trace, kernel=None):
     """Pairs of accesses to one address, by different threads of one launch, at least
-    one writing, not both atomic, that nothing orders: no block barrier between them
-    (same block), no grid barrier, no lock both hold, no chain of barriers and atomic
-    releases and acquires (kernels.trace.order). One race is reported per element, in
+    one writing, not both atomic, not two writes of the same value, that nothing
+    orders: no block barrier between them (same block), no grid barrier, no lock both
+    hold, no chain of barriers and atomic releases and acquires (kernels.trace.order). One race is reported per element, in
     order of array and index; the pair is chosen and listed by block and thread."""
     launches = trace.launches if kernel is None else [trace.launch(kernel)]
     found = []
@@ -115,7 +115,8 @@ def _first_race(accesses):
 
 def conflict(a, b, accesses=()):
     """Whether accesses `a` and `b` to one element race: made by different threads, at
-    least one writing, not both atomic, and nothing orders them (a barrier, a lock both
+    least one writing, not both atomic, not two writes of one value, and nothing orders
+    them (a barrier, a lock both
     hold, a chain of barriers and atomics, or, among `accesses` to the element, an
     atomic of the plain access's thread between them)."""
     return _conflict(a, b, _atomics_by_thread(accesses))
@@ -126,6 +127,8 @@ def _conflict(a, b, atomics):
         return False
     if "read" == a.kind == b.kind or "atomic" == a.kind == b.kind:
         return False
+    if "write" == a.kind == b.kind and a.value is not None and a.value == b.value:
+        return False  # the same value either way (threads that all set a flag to 1)
     return not _ordered(a, b, atomics)
 
 

@@ -4,16 +4,18 @@ report to a Recorder. Outside it the simulator is exactly as Numba ships it.
 """
 
 import contextlib
+import hashlib
 import sys
 import threading
 
+import numpy as np
 from numba.cuda.simulator import api, kernel, kernelapi
 from numba.cuda.simulator.cudadrv import devicearray, driver
 
 from kernels import simulator
 from kernels.trace import blocks, hazards
 from kernels.trace.model import LockNeverFree, NothingLaunched, Trace, TraceError, TraceTooLarge
-from kernels.trace.record import Recorder
+from kernels.trace.record import Recorder, incremented
 
 _active = None  # the Recorder of the recording in progress, if any
 
@@ -28,7 +30,9 @@ def _patches(rec):
         return get0(self, idx)
 
     def setitem(self, idx, val):
-        rec.record(self._item._ary, idx, "write", "write", sys._getframe(1))
+        ary = self._item._ary
+        counted = incremented(ary, idx, val)
+        rec.record(ary, idx, "write", "write", sys._getframe(1), _stored(ary, val), counted)
         return set0(self, idx, val)
 
     def atomic(name, method):
@@ -95,6 +99,9 @@ def _patches(rec):
     def shared(self, shape, dtype, alignment=None):
         return rec.shared_array(shared0, self, shape, dtype, alignment, sys._getframe(1))
 
+    def local(self, shape, dtype, alignment=None):
+        return rec.local_array(local0(self, shape, dtype, alignment), sys._getframe(1))
+
     def copy_to_device(self, ary, stream=0):
         out = to_dev0(self, ary, stream=stream)
         rec.copied("copy in", stream, self._ary, self._ary.nbytes)
@@ -122,33 +129,40 @@ def _patches(rec):
         rec.copied("copy out", stream, src._ary, size, dst)
 
     def stream_sync(self):
+        stream_sync0(self)
         rec.host_waits(rec.clock_of(self))
 
     @contextlib.contextmanager
-    def auto_synchronize(self):  # the simulator's waits for nothing at its end
+    def auto_synchronize(self):
         yield self
         stream_sync(self)
 
     def device_sync():
+        device_sync0()
         rec.device_waits += 1
         rec.host_waits(rec.clock_of(None))
 
     def event_record(self, stream=0):
+        record0(self, stream)
         self._trace_clock = rec.clock_of(stream)
 
     def event_wait(self, stream=0):
+        wait0(self, stream)
         rec.stream_waits(stream, getattr(self, "_trace_clock", {}))
 
     def event_sync(self):
+        event_sync0(self)
         rec.host_waits(getattr(self, "_trace_clock", {}))
 
     sync0 = kernel.BlockThread.syncthreads
     to_device0 = devicearray.to_device
     get_config, call0 = kernel.FakeCUDAKernel.__getitem__, kernel.FakeCUDAKernel.__call__
-    shared0 = kernelapi.FakeCUDAShared.array
+    shared0, local0 = kernelapi.FakeCUDAShared.array, kernelapi.FakeCUDALocal.array
     to_dev0 = devicearray.FakeCUDAArray.copy_to_device
     to_host0 = devicearray.FakeCUDAArray.copy_to_host
     h2d0, d2h0 = driver.host_to_device, driver.device_to_host
+    stream_sync0, device_sync0 = api.stream.synchronize, api.synchronize
+    record0, wait0, event_sync0 = api.Event.record, api.Event.wait, api.Event.synchronize
     patches = [
         (FW, "__getitem__", getitem), (FW, "__setitem__", setitem),
         (kernel.BlockThread, "syncthreads", syncthreads),
@@ -157,11 +171,10 @@ def _patches(rec):
         (kernelapi.FakeCUDAModule, "threadfence", threadfence),
         (kernelapi.FakeCUDAModule, "threadfence_system", threadfence),
         (devicearray, "to_device", to_device),
-        (api, "default_stream", _legacy_default_stream),
-        (api, "legacy_default_stream", _legacy_default_stream),
         (kernel.FakeCUDAKernel, "__getitem__", launch),
         (kernel.FakeCUDAKernel, "__call__", call),
         (kernelapi.FakeCUDAShared, "array", shared),
+        (kernelapi.FakeCUDALocal, "array", local),
         (devicearray.FakeCUDAArray, "copy_to_device", copy_to_device),
         (devicearray.FakeCUDAArray, "copy_to_host", copy_to_host),
         (driver, "host_to_device", host_to_device),
@@ -187,6 +200,21 @@ def _address(ary, index):
         int(i) * s for i, s in zip(index, ary.strides))
 
 
+def _stored(ary, value):
+    """The value an element of `ary` holds once `value` is stored in it, as an int64:
+    its bytes, or a digest of them past 8 bytes; None if it cannot be told."""
+    try:
+        stored = np.asarray(value).astype(ary.dtype, casting="unsafe")
+    except (TypeError, ValueError, OverflowError):
+        return None
+    if stored.ndim:  # a slice's value: its elements' writes are recorded one by one
+        return None
+    raw = stored.tobytes()
+    if len(raw) > 8:
+        raw = hashlib.blake2b(raw, digest_size=8).digest()
+    return int.from_bytes(raw.ljust(8, b"\0"), "little", signed=True)
+
+
 def _track_lock(thread, name, address, args, old):
     """A successful cas(m, i, 0, v != 0) takes lock m[i]; exch(m, i, 0) releases it.
     Returns "take", "release" or None."""
@@ -200,19 +228,6 @@ def _track_lock(thread, name, address, args, old):
         locks.discard(address)
         return "release"
     return None
-
-
-class _LegacyDefaultStream(api.stream):
-    """cuda.default_stream() under the tracer: the legacy default stream (number 0),
-    which waits for every stream and which every stream waits for."""
-    _trace_legacy_default = True
-
-
-_LEGACY = _LegacyDefaultStream()
-
-
-def _legacy_default_stream():
-    return _LEGACY
 
 
 @contextlib.contextmanager

@@ -49,6 +49,9 @@ class Access:
     # what its atomics since its last fence read from releases, which it knows only
     # after a fence (order.Sync.fence); None: no atomic since its last fence
     pending: object = None
+    # a write's value as stored, as an int64 (its bytes, or a digest of more than 8):
+    # writes of one value by many threads (a flag set to 1) do not race
+    value: object = None
 
     @property
     def warp(self):
@@ -82,8 +85,11 @@ class Launch:
     grid: tuple
     block: tuple
     stream: int
-    # name -> {"space", "shape", "dtype"; global: "same_as", "allocation"; global integers
-    # of fewer than 32 bits: "largest", their largest value after the launch}
+    # name -> {"space" ("global", "shared" or "local": a thread's own array, listed only
+    # where it keeps counts), "shape", "dtype"; global: "same_as", "allocation"; global
+    # integers of fewer than 32 bits: "largest", their largest value after the launch;
+    # integers of fewer than 32 bits, any space: "counted", the largest count an
+    # increment by 1 stored there}
     arrays: dict
     accesses: list = dataclasses.field(default_factory=list)
     lock_events: list = dataclasses.field(default_factory=list)  # (seq, Access, "take"/"release")

@@ -30,7 +30,7 @@ from numba.cuda.simulator import kernel
 from numba.cuda.simulator.cudadrv import devicearray
 from numba.np import numpy_support
 
-from kernels import simulator
+from kernels import simulator, simulator_concurrency
 from kernels.trace import blocks
 from kernels.trace.model import HOST, Access, Launch, Operation, TraceError, TraceTooLarge
 from kernels.trace.order import Sync
@@ -100,7 +100,7 @@ class Recorder:
 
     def stream_number(self, s):
         """The number of stream object `s`: 0 for the legacy default stream."""
-        if s is None or isinstance(s, int) or getattr(s, "_trace_legacy_default", False):
+        if s is None or isinstance(s, int) or simulator_concurrency.is_legacy(s):
             return 0
         if id(s) not in self._streams:
             self._streams[id(s)] = len(self._streams) + 1
@@ -159,7 +159,7 @@ class Recorder:
         into = self._name_allocation(host, "host array")
         into = [(into.start, into.start + nbytes)]
         op = self._operation(what, self.stream_number(stream), span, into)
-        if op.stream == 0 or not simulator.page_locked(host):
+        if op.stream == 0 or not simulator_concurrency.page_locked(host):
             self.host_waits(op.clock)  # into pageable memory CUDA copies before returning
 
     def host_reads(self):
@@ -205,7 +205,7 @@ class Recorder:
 
     # --------------------------------------------------------------- accesses
 
-    def record(self, ary, idx, kind, op, frame):
+    def record(self, ary, idx, kind, op, frame, value=None, counted=None):
         thread = threading.current_thread()
         if not isinstance(thread, kernel.BlockThread) or getattr(thread, "_quiet", False):
             return
@@ -219,6 +219,8 @@ class Recorder:
         region = self._find(address)
         if region is None:
             return  # not an argument or shared array of this launch (a local array)
+        if counted:
+            self._counted(region.name, region.space, ary, counted)
         index = region.unravel((address - region.start) // region.itemsize)
         counts = thread.__dict__.setdefault("_sites", {})
         key = (id(frame.f_code), _instruction(frame.f_code, frame.f_lasti))
@@ -233,7 +235,7 @@ class Recorder:
             address - (region.start if shared else region.root),
             region.dtype.itemsize, kind, op, epoch,
             frozenset(getattr(thread, "_locks", ())), (key[0], key[1], k),
-            grid_epoch, counter, clock, pending)
+            grid_epoch, counter, clock, pending, value)
         # No lock: a dict item and a list append are single steps under the GIL, and
         # the threads would queue for it on every access.
         self.last[thread.ident] = access
@@ -321,6 +323,22 @@ class Recorder:
         self._launch.clock = op.clock
         self._launch.diverged = self.sync.diverged()
 
+    def _counted(self, name, space, ary, value):
+        """A narrow integer array's element was counted up to `value` (incremented)."""
+        info = self._launch.arrays.setdefault(name, {"space": space, "shape": ary.shape,
+                                                     "dtype": ary.dtype})
+        info["counted"] = max(info.get("counted", 0), value)
+
+    def local_array(self, ary, frame):
+        """A thread's local array: one of integers of fewer than 32 bits reports the
+        counts kept in it (_Counts)."""
+        if ary.dtype.kind not in "iu" or ary.dtype.itemsize >= 4:
+            return ary
+        name = _assigned_name(frame.f_code, frame.f_lasti) or f"local@{frame.f_lineno}"
+        counts = ary.view(_Counts)
+        counts.report = functools.partial(self._counted, name, "local", ary)
+        return counts
+
     def shared_array(self, original, shared, shape, dtype, alignment, frame):
         line = frame.f_code.co_filename, frame.f_lineno
         name = _assigned_name(frame.f_code, frame.f_lasti)
@@ -348,6 +366,29 @@ class Recorder:
         return devicearray.FakeWithinKernelCUDAArray(devicearray.FakeCUDAArray(ary))
 
 
+def incremented(ary, idx, value):
+    """The count that storing `value` in ary[idx] makes, where `ary` holds integers of
+    fewer than 32 bits and the store adds 1 to the element (a count kept there wraps
+    past 127, 255 or 32,767: kernels.checks.points.wide_counts); else None."""
+    if ary.dtype.kind not in "iu" or ary.dtype.itemsize >= 4:
+        return None
+    try:
+        old, new = int(ary[idx]), int(value)
+    except (TypeError, ValueError, IndexError, OverflowError):
+        return None  # a slice, or not a number
+    return new if new == old + 1 else None
+
+
+class _Counts(np.ndarray):
+    """A local array of narrow integers under the tracer: reports each count it keeps."""
+
+    def __setitem__(self, idx, value):
+        counted = incremented(self, idx, value)
+        super().__setitem__(idx, value)
+        if counted:
+            self.report(counted)
+
+
 @functools.lru_cache(maxsize=None)
 def _offsets(code):
     return [i.offset for i in dis.get_instructions(code)]
@@ -365,8 +406,12 @@ def _assigned_name(code, lasti):
     """The variable the value being made at `lasti` is stored in (tile in
     ``tile = cuda.shared.array(...)``): read from the bytecode, so code without a
     source file (a grader's cell) names its shared arrays too."""
+    after = lasti  # past a jump forward too: the end of a branch of `x = a if c else b`
     for instruction in dis.get_instructions(code):
-        if instruction.offset <= lasti or instruction.opname.startswith("CACHE"):
+        if instruction.offset <= after or instruction.opname.startswith(("CACHE", "NOP")):
+            continue
+        if instruction.opname == "JUMP_FORWARD":
+            after = instruction.argval - 1
             continue
         if instruction.opname in ("STORE_FAST", "STORE_NAME", "STORE_GLOBAL", "STORE_DEREF"):
             return instruction.argval

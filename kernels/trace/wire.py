@@ -21,10 +21,11 @@ from kernels.trace.order import Clock
 # words as table positions; the indices are a table of their own, as wide as the most
 # dimensions an array has (padded with 0; each index's length in "ndim")
 _INTS = ("seq", "tid", "address", "sector_base", "itemsize", "epoch", "grid_epoch",
-         "counter", "site0", "site1", "site2", "ndim", "locks", "clock", "pending")
+         "counter", "site0", "site1", "site2", "ndim", "locks", "clock", "pending",
+         "valued", "value")
 _WORDS = ("space", "array", "kind", "op")
 _COLUMNS = _INTS + ("block0", "block1", "block2", "thread0", "thread1", "thread2") + _WORDS
-_ARRAY_KEYS = ("space", "shape", "dtype", "same_as", "allocation", "largest")
+_ARRAY_KEYS = ("space", "shape", "dtype", "same_as", "allocation", "largest", "counted")
 
 
 class WireError(TraceError):
@@ -69,7 +70,8 @@ def encode(trace):
         rows.append((a.seq, a.tid, a.address, a.sector_base, a.itemsize, a.epoch,
                      a.grid_epoch, a.counter, *a.site, len(a.index),
                      locks.number(tuple(sorted(a.locks))), _number(clocks, a.clock),
-                     _number(clocks, a.pending), *a.block, *a.thread,
+                     _number(clocks, a.pending), a.value is not None, a.value or 0,
+                     *a.block, *a.thread,
                      *(words.number(getattr(a, w)) for w in _WORDS)))
     table = np.array(rows, dtype=np.int64).reshape(len(rows), len(_COLUMNS))
     operations = [(op.seq, op.what, op.stream, _pairs(op.clock),
@@ -172,6 +174,7 @@ def _decode(data):
     for name in ("clock", "pending"):  # -1: none
         _check(((column[name] >= -1) & (column[name] < len(clock_list))).all(), name)
     _check(((column["ndim"] >= 0) & (column["ndim"] <= indices.shape[1])).all(), "ndim")
+    _check(((column["valued"] == 0) | (column["valued"] == 1)).all(), "valued")
     for name in _WORDS:
         _check(((column[name] >= 0) & (column[name] < len(words))).all(), name)
     accesses = [_access(row, index, words, clock_list, lock_sets)
@@ -195,7 +198,8 @@ def _access(row, index, words, clocks, locks):
         words[v["array"]], tuple(index[:v["ndim"]]), v["address"],
         v["sector_base"], v["itemsize"], words[v["kind"]], words[v["op"]], v["epoch"],
         locks[v["locks"]], (v["site0"], v["site1"], v["site2"]), v["grid_epoch"],
-        v["counter"], *(None if v[c] < 0 else clocks[v[c]] for c in ("clock", "pending")))
+        v["counter"], *(None if v[c] < 0 else clocks[v[c]] for c in ("clock", "pending")),
+        v["value"] if v["valued"] else None)
 
 
 def _decode_clocks(clocks):

@@ -1,0 +1,118 @@
+"""kernels.simulator_concurrency: what a GPU does at once stays concurrent on the
+simulator: a lock others try while it is held, and a copy into pinned memory that is
+done only when the host waits for it."""
+
+import numpy as np
+import pytest
+from numba import cuda
+
+import kernels
+from kernels import simulator_concurrency
+
+pytestmark = pytest.mark.skipif(not kernels.SIMULATOR, reason="the simulator's behaviour")
+
+
+@cuda.jit
+def _add_under_lock(x, lock, total, retry):
+    i = cuda.grid(1)
+    if i < x.size:
+        done = False
+        while not done:
+            if cuda.atomic.cas(lock, 0, 0, 1) == 0:
+                cuda.threadfence()
+                total[0] += x[i]
+                cuda.threadfence()
+                cuda.atomic.exch(lock, 0, 0)
+                done = True
+            elif not retry:
+                done = True  # tried once, and gave up: its value is lost
+
+
+def _total(n, retry):
+    x = np.ones(n, np.int64)
+    lock, total = np.zeros(1, np.int32), np.zeros(1, np.int64)
+    _add_under_lock[(n + 127) // 128, 128](x, lock, total, retry)
+    return int(total[0])
+
+
+def test_a_lock_tried_once_loses_updates_and_one_tried_until_taken_does_not():
+    assert _total(300, retry=True) == 300
+    assert _total(300, retry=False) < 300  # a GPU's warp loses 31 of its 32
+
+
+@cuda.jit
+def _double(a, out):
+    i = cuda.grid(1)
+    if i < a.size:
+        out[i] = 2 * a[i]
+
+
+def _copied_out(values, stream):
+    """(device result, pinned host array): 2 * values copied out on `stream`."""
+    d = cuda.to_device(values, stream=stream)
+    out = cuda.device_array_like(d, stream=stream)
+    _double[1, 64, stream](d, out)
+    host = cuda.pinned_array(values.shape, values.dtype)
+    out.copy_to_host(host, stream=stream)
+    return out, host
+
+
+@pytest.mark.parametrize("wait", ["stream", "event", "device", "synchronous copy",
+                                  "auto_synchronize"])
+def test_a_copy_into_pinned_memory_is_garbage_until_the_host_waits_for_it(rng, wait):
+    values = rng.integers(-100, 100, 50).astype(np.int32)
+    stream = cuda.stream()
+    with stream.auto_synchronize() if wait == "auto_synchronize" else _nothing():
+        out, host = _copied_out(values, stream)
+        event = cuda.event()
+        event.record(stream)
+        out[:] = 0  # later device work: the copy took the values before it
+        assert not np.array_equal(host, 2 * values)
+        assert (host.view(np.uint8) == 0xA5).all()
+    if wait == "stream":
+        stream.synchronize()
+    elif wait == "event":
+        event.synchronize()
+    elif wait == "device":
+        cuda.synchronize()
+    elif wait == "synchronous copy":  # the legacy default stream follows every stream
+        cuda.to_device(values).copy_to_host()
+    np.testing.assert_array_equal(host, 2 * values)
+
+
+class _nothing:
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+
+def test_a_stream_that_waited_for_an_event_finishes_the_copies_before_it(rng):
+    values = rng.integers(-100, 100, 20).astype(np.int64)
+    first, second = cuda.stream(), cuda.stream()
+    _, host = _copied_out(values, first)
+    event = cuda.event()
+    event.record(first)
+    event.wait(second)
+    second.synchronize()
+    np.testing.assert_array_equal(host, 2 * values)
+    _, other = _copied_out(values, first)
+    second.synchronize()  # second never waited for this one
+    assert (other.view(np.uint8) == 0xA5).all()
+    first.synchronize()
+    np.testing.assert_array_equal(other, 2 * values)
+
+
+def test_copies_into_pageable_memory_or_synchronous_ones_are_done_at_once(rng):
+    values = rng.normal(size=30)
+    d = cuda.to_device(values)
+    stream = cuda.stream()
+    np.testing.assert_array_equal(d.copy_to_host(np.empty(30), stream=stream), values)
+    np.testing.assert_array_equal(d.copy_to_host(cuda.pinned_array(30)), values)
+    assert simulator_concurrency.page_locked(cuda.pinned_array(3))
+    plain = np.zeros(3)
+    assert not simulator_concurrency.page_locked(plain)
+    with cuda.pinned(plain):
+        assert simulator_concurrency.page_locked(plain[1:])
+    assert not simulator_concurrency.page_locked(plain)
