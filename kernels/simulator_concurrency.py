@@ -8,7 +8,10 @@ Python switches between every few milliseconds, so a thread takes a lock and fre
 long before another tries: a kernel whose threads try for a lock once and give up
 when it is taken (no retry loop) loses no update there, and most on a GPU. So the first
 CONTENDED_TAKES locks taken in each block are held a while (the taking thread lets the
-others run): the others that try meanwhile find it taken. A kernel that takes a lock
+others run): the others that try meanwhile find it taken. A thread that finds a lock
+taken lets the others run too, as a GPU's spinning warp lets the holder's: else each
+try of a spin would keep Python's interpreter lock for a whole switch interval while
+the holder waits for it. A kernel that takes a lock
 never runs its threads one after another (kernels.simulator runs_in_turn), so that
 there are others to try.
 
@@ -38,8 +41,10 @@ import time
 import weakref
 
 import numpy as np
-from numba.cuda.simulator import api, kernel, kernelapi
-from numba.cuda.simulator.cudadrv import devicearray
+
+# Numba's simulator modules and their functions as install() found them: imported there,
+# since importing numba.cuda installs kernels.simulator, which installs this module
+_numba = {}
 
 CONTENDED_TAKES = 2  # per block, locks held while the block's other threads run
 HELD_S = 0.002  # how long each is held
@@ -57,8 +62,12 @@ def _contended(cas):
     def taking(*args):
         loaded = cas(*args)
         old, val = args[-2:]
-        if (loaded == old == 0 and val != 0 and _TAKES["left"] > 0
-                and isinstance(threading.current_thread(), kernel.BlockThread)):
+        if not isinstance(threading.current_thread(), _numba["BlockThread"]):
+            return loaded
+        if loaded != old:
+            time.sleep(0)  # found taken: let the holder run, not the next try (a spin
+            # would hold Python's lock for its whole switch interval, every turn)
+        elif old == 0 and val != 0 and _TAKES["left"] > 0:
             _TAKES["left"] -= 1
             time.sleep(HELD_S)  # the block's other threads run, and find it taken
         return loaded
@@ -113,19 +122,14 @@ def pinned(*arrays):
 
 # ------------------------------------------------------------------------- copies
 
-class LegacyDefaultStream(api.stream):
-    """cuda.default_stream() and cuda.legacy_default_stream(): the legacy default
-    stream, which waits for every stream's earlier work."""
-    legacy_default = True
-
-
-_LEGACY = LegacyDefaultStream()
 _PENDING = []  # [(number, stream, host array, the values it gets)]: copies not yet done
 _NUMBERS = itertools.count()
 _LOCK = threading.Lock()
 
 
 def is_legacy(stream):
+    """Whether `stream` is the legacy default stream (0, None, cuda.default_stream(),
+    cuda.legacy_default_stream()), which waits for every stream's earlier work."""
     return not stream or getattr(stream, "legacy_default", False)
 
 
@@ -151,8 +155,8 @@ def _copy_to_host(self, ary=None, stream=0):
         # done when it returns, after the copies its stream follows (the legacy default
         # stream: every stream's)
         _finish(_covered(stream))
-        return _COPY_TO_HOST(self, ary, stream)
-    devicearray.check_array_compatibility(self, ary)
+        return _numba["copy_to_host"](self, ary, stream)
+    _numba["check_array_compatibility"](self, ary)
     values = np.array(self._ary, copy=True)  # what the device holds now
     ary.reshape(-1).view(np.uint8).fill(0xA5)  # garbage until the host waits
     with _LOCK:
@@ -164,12 +168,12 @@ def _copy_to_device(self, ary, stream=0):
     # from host memory a copy on `stream` (or a synchronous one) follows the copies into
     # it that the stream waits for
     _finish(_covered(stream))
-    return _COPY_TO_DEVICE(self, ary, stream)
+    return _numba["copy_to_device"](self, ary, stream)
 
 
 def _to_device(ary, stream=0, copy=True, to=None):
     _finish(_covered(stream))
-    return _TO_DEVICE(ary, stream=stream, copy=copy, to=to)
+    return _numba["to_device"](ary, stream=stream, copy=copy, to=to)
 
 
 def _synchronize_stream(self):
@@ -202,19 +206,25 @@ def _event_synchronize(self):
 
 
 def _legacy_default_stream():
-    return _LEGACY
-
-
-_COPY_TO_HOST = devicearray.FakeCUDAArray.copy_to_host
-_COPY_TO_DEVICE = devicearray.FakeCUDAArray.copy_to_device
-_TO_DEVICE = devicearray.to_device
+    return _numba["legacy"]
 
 
 def install():
     """Note pinned arrays; hold the first lock takes of each block; make copies into
     pinned memory on a stream finish when the host waits for them."""
     from numba import cuda
+    from numba.cuda.simulator import api, kernel, kernelapi
+    from numba.cuda.simulator.cudadrv import devicearray
 
+    if _numba:
+        return
+    _numba.update(
+        BlockThread=kernel.BlockThread, legacy=api.stream(),
+        check_array_compatibility=devicearray.check_array_compatibility,
+        copy_to_host=devicearray.FakeCUDAArray.copy_to_host,
+        copy_to_device=devicearray.FakeCUDAArray.copy_to_device,
+        to_device=devicearray.to_device)
+    _numba["legacy"].legacy_default = True
     for name in ("pinned_array", "pinned_array_like"):
         made = _noting(getattr(devicearray, name))
         setattr(devicearray, name, made)

@@ -136,7 +136,8 @@ def test_two_writers_of_one_element_need_one():
 
 @cuda.jit
 def flag_then_read_kernel(flag, out):
-    flag[0] = 1  # every thread, then each reads it after the barrier
+    flag[0] = cuda.threadIdx.x  # every thread its own value, then each reads it after the
+    # barrier (writes of one value would be no race)
     cuda.syncthreads()
     out[cuda.threadIdx.x] = flag[0]
 
