@@ -172,9 +172,8 @@ _SPINS = ("cas", "compare_and_swap", "exch", "nanosleep")  # what a lock spins w
 _SWITCHING = {True: 0, False: 0, "before": None}
 _SWITCHING_LOCK = threading.Lock()
 # Names of what waits for other threads: barriers, warp votes and shuffles, grid groups
-# and a lock's compare-and-swap: the others must find it taken (simulator_concurrency)
 _WAITS = ("sync", "shfl", "vote", "match", "activemask", "lanemask", "this_grid", "cg",
-          "nanosleep", "cas", "compare_and_swap")
+          "nanosleep")
 _PLAIN_MODULES = ("math", "cmath", "operator", "numpy", "numba")
 
 
@@ -292,7 +291,13 @@ def _device_call(self, *args):
             return numba_typed(self.fn)(*args)
     if getattr(self, "_signatures", None):
         args = declared_launch(self, args)
-    return _KERNEL_CALL(self, *args)
+    stream = getattr(self, "_launch_stream", 0)
+    simulator_concurrency.kernel_starts(stream, args)
+    try:
+        return _KERNEL_CALL(self, *args)
+    finally:
+        simulator_concurrency.launch_ends()
+        simulator_concurrency.kernel_ends(stream, args)
 
 
 def _configured(self, configuration):
@@ -308,6 +313,9 @@ def _configured(self, configuration):
                     f"LaunchConfig.{what} must be an int, or a tuple with up to 3 ints (got "
                     f"{shown!r}): a GPU's launch takes Python ints only, so convert a "
                     "NumPy integer with int(...)")
+    # the stream, for kernels.simulator_concurrency's mapped memory
+    self._launch_stream = (configuration[2] if isinstance(configuration, tuple)
+                           and len(configuration) > 2 else 0)
     return _GETITEM(self, configuration)
 
 

@@ -2,22 +2,31 @@
 result depends on it: a lock that other threads find taken, and a copy into pinned
 memory that is not done when it returns.
 
-A lock. On a GPU the 32 threads of a warp run a compare-and-swap together, and one of
-them takes the lock; on the simulator the threads of a block run as OS threads that
-Python switches between every few milliseconds, so a thread takes a lock and frees it
-long before another tries: a kernel whose threads try for a lock once and give up
-when it is taken (no retry loop) loses no update there, and most on a GPU. So the first
-CONTENDED_TAKES locks taken in each block are held a while (the taking thread lets the
-others run): the others that try meanwhile find it taken. A thread that finds a lock
-taken lets the others run too, as a GPU's spinning warp lets the holder's: else each
-try of a spin would keep Python's interpreter lock for a whole switch interval while
-the holder waits for it. A kernel that takes a lock
-never runs its threads one after another (kernels.simulator runs_in_turn), so that
-there are others to try.
+A lock. On a GPU the 32 threads of a warp run a compare-and-swap together and one of
+them takes the lock, and the blocks run at once; on the simulator the blocks run one
+after another and the threads of a block in turns of milliseconds, so a thread takes a
+lock and frees it long before another tries: a kernel whose threads try for a lock once,
+or a few times, and give up when it is taken (no retry loop) loses no update there, and
+many on a GPU. So the release of a lock (an atomic exchange or compare-and-swap that
+puts back the value the lock held before it was taken, 0 or another) lands late: the
+first DEFERRED_RELEASES releases of each block, in each array of locks, stay unseen until TRIES other tries for
+that lock have found it taken, or the launch ends. A lock that retries until it gets it
+waits a few tries more; one that gives up loses its update, as on a GPU. A thread that
+finds a lock taken lets the others run (on the simulator each try of a spin would keep
+Python's interpreter lock for a whole switch interval, while the holder waits for it).
+Not in a trace (the tracer orders a lock's accesses by its fences, not by timing).
 
 Pinned memory. On the simulator a pinned array (cuda.pinned_array, pinned_array_like,
 or one inside `with cuda.pinned(...)`) is ordinary memory; install() notes which host
 arrays CUDA would page-lock (page_locked), for the copies below and the tracer.
+
+What a GPU's events, streams and context offer beside, and the simulator lacks, is
+added: `cuda.event(timing=False)`, `Event.query()` and `stream.query()` (the work is
+done when asked), `cuda.current_context().synchronize()`.
+
+Mapped memory (cuda.mapped_array) is host memory a kernel writes into directly: what a
+kernel on a stream wrote there, the host sees when it waits for the kernel, as for a
+copy below.
 
 A copy. CUDA's copy from the device into page-locked (pinned) host memory on a stream
 returns before it is done; the host may read the memory only after it waits for the
@@ -27,7 +36,7 @@ stream waits for every stream's earlier work. On the simulator every copy is don
 it returns, so a function that reads a pinned buffer before it waits gets the right
 values there and stale ones on a GPU. Here such a copy takes the device's values at
 once (later device work does not change what it copies), fills the pinned memory with
-garbage (kernels.simulator.garbage), and writes the values only when the host waits for
+garbage (0xA5 bytes), and writes the values only when the host waits for
 it as CUDA defines it; a read before the wait gets garbage, as it may on a GPU.
 
 kernels.simulator.install() installs both; the tracer (kernels.trace.hooks) records
@@ -46,33 +55,75 @@ import numpy as np
 # since importing numba.cuda installs kernels.simulator, which installs this module
 _numba = {}
 
-CONTENDED_TAKES = 2  # per block, locks held while the block's other threads run
-HELD_S = 0.002  # how long each is held
-_TAKES = {"left": 0}
+DEFERRED_RELEASES = 2  # per block and array of locks, the lock releases that land late
+TRIES = 4  # the tries for the lock that find it taken before such a release lands
+# left: an array of locks's address -> its releases this block may still make late (None:
+# none, in a trace); held: a lock's address -> its value when free; late: a lock's
+# address -> [array, index, free value, tries left]
+_LOCKS = {"left": None, "held": {}, "late": {}}
+_ATOMICS = threading.Lock()
 
 
 def block_starts(traced):
-    """A block's threads start: its first CONTENDED_TAKES lock takes are held, but in a
-    trace, whose threads would record every try (the tracer orders the accesses by
-    what locks and fences imply, whatever the order they ran in)."""
-    _TAKES["left"] = 0 if traced else CONTENDED_TAKES
+    """A block's threads start: its first DEFERRED_RELEASES releases land late, but in a
+    trace (whose threads would record every try)."""
+    _LOCKS["left"] = None if traced else {}
 
 
-def _contended(cas):
-    def taking(*args):
-        loaded = cas(*args)
-        old, val = args[-2:]
-        if not isinstance(threading.current_thread(), _numba["BlockThread"]):
-            return loaded
-        if loaded != old:
-            time.sleep(0)  # found taken: let the holder run, not the next try (a spin
-            # would hold Python's lock for its whole switch interval, every turn)
-        elif old == 0 and val != 0 and _TAKES["left"] > 0:
-            _TAKES["left"] -= 1
-            time.sleep(HELD_S)  # the block's other threads run, and find it taken
+def launch_ends():
+    """Every release still unseen lands, and no lock is held."""
+    with _ATOMICS:
+        for ary, index, free, _ in _LOCKS["late"].values():
+            ary[index] = free
+        _LOCKS["late"].clear()
+        _LOCKS["held"].clear()
+
+
+def _ndarray(array):
+    """The NumPy array behind an array a kernel holds."""
+    while not isinstance(array, np.ndarray):
+        array = getattr(array, "_item", None) or getattr(array, "_ary")
+    return array
+
+
+def _contended(op, name):
+    """Numba's cas, compare_and_swap or exch, with late releases (module docstring)."""
+    def atomic(self, array, *args):
+        if not hasattr(threading.current_thread(), "threadIdx"):  # not a CUDA thread
+            return op(self, array, *args)
+        ary = _ndarray(array)
+        index = (0,) * ary.ndim if name == "compare_and_swap" else args[0]
+        if not isinstance(index, tuple):
+            index = (index,)
+        address = ary.__array_interface__["data"][0] + sum(
+            int(i) * s for i, s in zip(index, ary.strides))
+        with _ATOMICS:
+            late = _LOCKS["late"].get(address)
+            loaded = op(self, array, *args)  # sees the lock taken, if its release is late
+            if late is not None:
+                late[3] -= 1
+                if late[3] <= 0:  # the release lands, after this try
+                    ary[index] = late[2]
+                    del _LOCKS["late"][address]
+                changed = False
+            else:
+                now = ary[index]
+                changed = loaded != now
+                if changed and address not in _LOCKS["held"]:  # taken
+                    _LOCKS["held"][address] = loaded
+                elif changed and now == _LOCKS["held"][address]:  # released
+                    del _LOCKS["held"][address]
+                    left = _LOCKS["left"]
+                    base = ary.__array_interface__["data"][0]
+                    if left is not None and left.setdefault(base, DEFERRED_RELEASES) > 0:
+                        left[base] -= 1
+                        ary[index] = loaded  # still taken, as others see it, for a while
+                        _LOCKS["late"][address] = [ary, index, now, TRIES]
+        if not changed and isinstance(threading.current_thread(), _numba["BlockThread"]):
+            time.sleep(0)  # found taken: let the holder run
         return loaded
-    taking.__name__, taking.__doc__ = cas.__name__, cas.__doc__
-    return taking
+    atomic.__name__, atomic.__doc__ = op.__name__, op.__doc__
+    return atomic
 
 
 # ------------------------------------------------------------------- pinned memory
@@ -151,17 +202,63 @@ def _finish(copies):
 
 
 def _copy_to_host(self, ary=None, stream=0):
-    if ary is None or is_legacy(stream) or not page_locked(ary):
+    if (ary is None or is_legacy(stream) or not page_locked(ary)
+            or ary.ndim == 0 or not ary.flags.c_contiguous):  # (done at once, as before)
         # done when it returns, after the copies its stream follows (the legacy default
         # stream: every stream's)
         _finish(_covered(stream))
         return _numba["copy_to_host"](self, ary, stream)
     _numba["check_array_compatibility"](self, ary)
     values = np.array(self._ary, copy=True)  # what the device holds now
-    ary.reshape(-1).view(np.uint8).fill(0xA5)  # garbage until the host waits
+    ary.view(np.uint8).fill(0xA5)  # garbage until the host waits
     with _LOCK:
         _PENDING.append((next(_NUMBERS), stream, ary, values))
     return ary
+
+
+def kernel_starts(stream, args):
+    """Before a launch on `stream`: what earlier work left in mapped memory it is given
+    is there (stream order, or the events and waits before it)."""
+    given = {id(_host_memory(a)) for a in args}
+    _finish([p for p in _covered(stream) if id(p[2]) in given])
+
+
+def kernel_ends(stream, args):
+    """After a launch on a stream: what it wrote into mapped host memory
+    (cuda.mapped_array) the host sees when it waits for it, as a copy's."""
+    if is_legacy(stream):
+        return
+    for a in args:
+        ary = _host_memory(a)
+        if ary is not None and ary.ndim and ary.flags.c_contiguous and _is_mapped(ary):
+            values = np.array(ary, copy=True)
+            ary.view(np.uint8).fill(0xA5)
+            with _LOCK:
+                _PENDING.append((next(_NUMBERS), stream, ary, values))
+
+
+def _host_memory(a):
+    return getattr(a, "_ary", a if isinstance(a, np.ndarray) else None)
+
+
+_MAPPED = {}  # id of a mapped array's memory -> a weak reference to it
+
+
+def _mapping(make):
+    def made(*args, **kwargs):
+        ary = make(*args, **kwargs)
+        root = _root(ary._ary)
+        key = id(root)
+        _MAPPED[key] = weakref.ref(root, lambda _, key=key: _MAPPED.pop(key, None))
+        return ary
+    made.__doc__, made.__name__ = make.__doc__, make.__name__
+    return made
+
+
+def _is_mapped(ary):
+    root = _root(ary)
+    ref = _MAPPED.get(id(root))
+    return ref is not None and ref() is root
 
 
 def _copy_to_device(self, ary, stream=0):
@@ -209,12 +306,31 @@ def _legacy_default_stream():
     return _numba["legacy"]
 
 
+def _event_init(self, timing=True):  # cuda.event(timing=False), as on a GPU
+    pass
+
+
+def _event_query(self):
+    """Event.query(): the simulator's work is done once asked: the copies before it too."""
+    _event_synchronize(self)
+    return True
+
+
+def _stream_query(self):
+    _synchronize_stream(self)
+    return True
+
+
+def _context_synchronize(self):  # cuda.current_context().synchronize()
+    _synchronize()
+
+
 def install():
-    """Note pinned arrays; hold the first lock takes of each block; make copies into
-    pinned memory on a stream finish when the host waits for them."""
+    """Note pinned arrays; let the first lock releases of each block land late; make
+    copies into pinned memory on a stream finish when the host waits for them."""
     from numba import cuda
     from numba.cuda.simulator import api, kernel, kernelapi
-    from numba.cuda.simulator.cudadrv import devicearray
+    from numba.cuda.simulator.cudadrv import devicearray, devices
 
     if _numba:
         return
@@ -230,16 +346,21 @@ def install():
         setattr(devicearray, name, made)
         setattr(cuda, name, made)
     devicearray.pinned = cuda.pinned = pinned
+    devicearray.mapped_array = cuda.mapped_array = _mapping(devicearray.mapped_array)
     devicearray.to_device = cuda.to_device = _to_device
-    for name in ("cas", "compare_and_swap"):
+    for name in ("cas", "compare_and_swap", "exch"):
         setattr(kernelapi.FakeCUDAAtomic, name,
-                _contended(getattr(kernelapi.FakeCUDAAtomic, name)))
+                _contended(getattr(kernelapi.FakeCUDAAtomic, name), name))
     devicearray.FakeCUDAArray.copy_to_host = _copy_to_host
     devicearray.FakeCUDAArray.copy_to_device = _copy_to_device
     api.stream.synchronize = _synchronize_stream
     api.stream.auto_synchronize = _auto_synchronize
     api.Event.record, api.Event.wait = _event_record, _event_wait
     api.Event.synchronize = _event_synchronize
+    # what a GPU's streams, events and context also offer, and the simulator's lack
+    api.Event.__init__, api.Event.query = _event_init, _event_query
+    api.stream.query = _stream_query
+    devices.FakeCUDAContext.synchronize = _context_synchronize
     api.synchronize = cuda.synchronize = _synchronize
     for name in ("default_stream", "legacy_default_stream"):
         setattr(api, name, _legacy_default_stream)

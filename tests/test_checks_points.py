@@ -171,7 +171,8 @@ def test_a_count_kept_in_16_bits_fails_and_a_narrow_flag_does_not():
     """The sweeps counted in int16 are right up to 32,767 sweeps, more than the
     simulator's cases run; the trace finds the count in 16 bits. The int8 flag beside
     it (0 or 1) is no count."""
-    assert "keeps a count in sweeps_done, an array of int16: it holds at most 32,767" in (
+    assert ("keeps a result that reached 2 in sweeps_done, an array of int16: it holds at "
+            "most 32,767") in (
         _failed(checks.jacobi_until_converged(jacobi_counting_in(np.int16))))
     assert checks.jacobi_until_converged(jacobi_counting_in(np.int32)).passed
 

@@ -72,18 +72,19 @@ def test_instructors_no_fence_is_listed_as_beyond_the_simulator():
 
 
 def test_instructors_the_simulators_concurrency_is_the_modules():
-    """instructors.md: "the first two locks each block takes (a compare-and-swap from 0)
-    are held for 2 ms" and "On a GPU, `histogram_256` also counts 5,000,011 equal bytes"
-    (kernels.simulator_concurrency's CONTENDED_TAKES and HELD_S; the checker's GPU case)."""
+    """instructors.md: "lands late for the first two releases of each block in each array
+    of locks: the next four tries for that lock ... find it taken" and "On a GPU,
+    `histogram_256` also counts 5,000,011 equal bytes" (kernels.simulator_concurrency's
+    DEFERRED_RELEASES and TRIES; the checker's GPU case)."""
     import inspect
 
     from kernels import simulator_concurrency
     from kernels.checks import histogram
 
     said = " ".join(PAGE.split())
-    takes, held = simulator_concurrency.CONTENDED_TAKES, simulator_concurrency.HELD_S
-    assert f"the first {WORDS[takes]} locks each block takes" in said
-    assert f"are held for {held * 1000:g} ms" in said
+    late, tries = simulator_concurrency.DEFERRED_RELEASES, simulator_concurrency.TRIES
+    assert (f"lands late for the first {WORDS[late]} releases of each block in each array "
+            f"of locks: the next {WORDS[tries]} tries for that lock") in said
     gpu_case = re.search(r"np\.full\(([\d_]+), 97", inspect.getsource(histogram.histogram_256))
     size = int(gpu_case.group(1).replace("_", ""))
     assert f"`histogram_256` also counts {size:,} equal bytes" in said

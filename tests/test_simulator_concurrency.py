@@ -36,6 +36,7 @@ def _total(n, retry):
 
 
 def test_a_lock_tried_once_loses_updates_and_one_tried_until_taken_does_not():
+    """Within a block and across blocks (one thread a block tries)."""
     assert _total(300, retry=True) == 300
     assert _total(300, retry=False) < 300  # a GPU's warp loses 31 of its 32
 
@@ -116,3 +117,39 @@ def test_copies_into_pageable_memory_or_synchronous_ones_are_done_at_once(rng):
     with cuda.pinned(plain):
         assert simulator_concurrency.page_locked(plain[1:])
     assert not simulator_concurrency.page_locked(plain)
+
+
+@pytest.mark.parametrize("wait", ["event query", "stream query", "context"])
+def test_what_a_gpu_offers_beside_waits_too(rng, wait):
+    """cuda.event(timing=False), Event.query(), stream.query() and
+    cuda.current_context().synchronize(), which Numba's simulator lacks."""
+    values = rng.integers(-100, 100, 40).astype(np.int32)
+    stream = cuda.stream()
+    _, host = _copied_out(values, stream)
+    event = cuda.event(timing=False)
+    event.record(stream)
+    assert (host.view(np.uint8) == 0xA5).all()
+    if wait == "event query":
+        while not event.query():
+            pass
+    elif wait == "stream query":
+        assert stream.query()
+    else:
+        cuda.current_context().synchronize()
+    np.testing.assert_array_equal(host, 2 * values)
+
+
+def test_what_a_kernel_on_a_stream_writes_into_mapped_memory_is_seen_after_the_wait(rng):
+    values = rng.integers(-100, 100, 40).astype(np.int32)
+    stream = cuda.stream()
+    mapped = cuda.mapped_array(values.shape, values.dtype)
+    _double[1, 64, stream](cuda.to_device(values, stream=stream), mapped)
+    _double[1, 64, stream](cuda.to_device(values, stream=stream), mapped)
+    assert (np.asarray(mapped).view(np.uint8) == 0xA5).all()
+    doubled = cuda.device_array_like(mapped)
+    _double[1, 64, stream](mapped, doubled)  # later on its stream: sees it
+    stream.synchronize()
+    np.testing.assert_array_equal(np.asarray(mapped), 2 * values)
+    np.testing.assert_array_equal(doubled.copy_to_host(), 4 * values)
+    _double[1, 64](cuda.to_device(values), mapped)  # on the legacy default stream
+    np.testing.assert_array_equal(np.asarray(mapped), 2 * values)

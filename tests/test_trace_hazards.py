@@ -2,6 +2,7 @@
 between threads and between streams are found, and what orders accesses (barriers,
 atomics, locks with their fences) is honoured."""
 
+import numba
 import numpy as np
 import pytest
 from numba import cuda
@@ -216,3 +217,41 @@ def test_threads_that_all_write_one_value_do_not_race_and_different_values_do(rn
     assert {a.value for a in one.launch().of("found", ("write",))} == {1}
     index = trace.launch(_flag_set, (4, 32), x, np.zeros(1, np.int64), True)
     assert [r.array for r in trace.races(index)] == ["found"]
+
+
+@cuda.jit
+def add_under_a_block_fenced_lock_kernel(total, mutex, in_shared):
+    """Every thread adds 1 under a lock fenced with cuda.threadfence_block(): a lock in
+    shared memory (one per block, its sum then added atomically) or one in global
+    memory, which the block-scoped fences order only within a block."""
+    lock = cuda.shared.array(1, numba.int32)
+    block_total = cuda.shared.array(1, numba.float64)
+    if cuda.threadIdx.x == 0:
+        lock[0] = 0
+        block_total[0] = 0.0
+    cuda.syncthreads()
+    done = False
+    while not done:
+        if cuda.atomic.cas(lock if in_shared else mutex, 0, 0, 1) == 0:
+            cuda.threadfence_block()
+            if in_shared:
+                block_total[0] += 1.0
+            else:
+                total[0] += 1.0
+            cuda.threadfence_block()
+            cuda.atomic.exch(lock if in_shared else mutex, 0, 0)
+            done = True
+    cuda.syncthreads()
+    if in_shared and cuda.threadIdx.x == 0:
+        cuda.atomic.add(total, 0, block_total[0])
+
+
+def test_a_block_scoped_fence_orders_a_lock_within_its_block_only():
+    """cuda.threadfence_block() releases to the threads of its block: enough for a lock
+    in shared memory, not for one that threads of several blocks take."""
+    def traced(in_shared):
+        return trace.launch(add_under_a_block_fenced_lock_kernel, (3, 4), np.zeros(1),
+                            np.zeros(1, np.int32), in_shared)
+    assert trace.races(traced(True)) == []
+    across = trace.races(traced(False))
+    assert across and all(r.first.block != r.second.block for r in across)

@@ -70,7 +70,7 @@ def rotate_rows(kernel):
     # several blocks live, where the value cases on the simulator run one: values too
     return run_cases("rotate_rows", cases, run, race=races.kernel(
         kernel, RACE_LAUNCH, (m,), "[3, 16] on a 3 x 97 matrix", expected=expected,
-        output=0))
+        output=0, needs=("work_shared",)))
 
 
 def normalize_by_max(kernel):
@@ -102,7 +102,7 @@ def normalize_by_max(kernel):
     x[int(rng.integers(101))] = 100.5
     return run_cases("normalize_by_max", cases, run, race=races.kernel(
         kernel, RACE_LAUNCH, (x, np.full_like(x, np.nan), np.full(1, -np.inf, np.float32)),
-        "[3, 16] on n=101", expected=x / x.max(), output=1))
+        "[3, 16] on n=101", expected=x / x.max(), output=1, needs=("work_shared",)))
 
 
 def _sweep(v):
@@ -181,4 +181,4 @@ def jacobi_until_converged(fn):
     u = np.sin(np.linspace(0, 3 * np.pi, n)) + rng.uniform(-0.1, 0.1, n)
     return run_cases("jacobi_until_converged", cases, run, race=races.host(
         fn, (u, 1e-12, 2), f"n={n}, 2 sweeps, up to 3 blocks",
-        needs=("one_cooperative_launch", "wide_counts")))
+        needs=("one_cooperative_launch", "work_shared", "wide_results")))

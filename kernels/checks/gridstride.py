@@ -77,7 +77,7 @@ def saxpy(kernel):
     traced, n = _traced_launch(rng)
     x, y = rng.standard_normal((2, n)).astype(np.float32)
     race = races.kernel(kernel, traced, (np.float32(2), x, y, np.full_like(x, np.nan)),
-                        f"{list(traced)} on n={n}", shared=3,
+                        f"{list(traced)} on n={n}", shared=3, needs=("work_shared",),
                         expected=np.float32(2) * x + y, output=3)
     return hints.attach(run_cases("saxpy", cases, run, race=race), cases, launch,
                         gridstride=True)
@@ -102,7 +102,7 @@ def clip_2d(kernel):
     x = rng.standard_normal(shape) * 3
     race = races.kernel(kernel, traced, (x, -1.0, 1.0, np.full_like(x, np.nan)),
                         f"blocks {traced[0]} of threads {traced[1]} on a "
-                        f"{shape[0]} x {shape[1]} array", shared=3,
+                        f"{shape[0]} x {shape[1]} array", shared=3, needs=("work_shared",),
                         expected=np.clip(x, -1.0, 1.0), output=3)
     return hints.attach(run_cases("clip_2d", cases, run, race=race), cases, launch,
                         gridstride=True)
@@ -127,6 +127,7 @@ def reverse_inplace(kernel):
     traced, n = _traced_launch(rng)
     x = rng.integers(-10**6, 10**6, n, dtype=np.int32)
     race = races.kernel(kernel, traced, (x,), f"{list(traced)} on n={n}", shared=0,
+                        needs=("work_shared",),
                         expected=x[::-1].copy(), output=0)
     return hints.attach(run_cases("reverse_inplace", cases, run, race=race), cases, launch,
                         gridstride=True, every_element=False)

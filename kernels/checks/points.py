@@ -7,9 +7,11 @@ needs in its race case (kernels.checks.races: `needs=`), which runs them on the 
 it made, after the races.
 """
 
+import collections
+
 import numpy as np
 
-from kernels.trace.model import HOST
+from kernels.trace.model import HOST, index_text
 
 __all__ = []  # used by the checkers, not called by readers
 
@@ -65,26 +67,64 @@ def on_the_given_stream(t):
     return ""
 
 
+def work_shared(t):
+    """The threads share each launch's writes: no element of a global array written by
+    two threads or more, beyond the odd one (a flag every thread may set). With the
+    stride of one block, say, every block does all the work: the values come out right,
+    every element written by one thread of each block."""
+    for launch in t.launches:
+        writers = collections.defaultdict(set)
+        for a in launch.accesses:
+            if a.space == "global" and a.kind == "write":
+                writers[(a.array, a.index)].add((a.block, a.tid))
+        for name in sorted({array for array, _ in writers}):
+            written = {ix: w for (array, ix), w in writers.items() if array == name}
+            repeated = sorted(ix for ix, w in written.items() if len(w) > 1)
+            if len(repeated) >= 2 and 2 * len(repeated) >= len(written):
+                first = repeated[0]
+                return (f"{launch.kernel} wrote {len(repeated)} of the {len(written)} "
+                        f"elements of {name} it wrote from two threads or more "
+                        f"({name}[{index_text(first)}] from {len(written[first])}): each "
+                        "element should be computed once, by one thread, the work shared "
+                        "over the grid (a grid-stride loop steps by cuda.gridsize(1), not "
+                        "by the block's size)")
+    return ""
+
+
+def _narrow(launch, name, info, what):
+    dtype = info["dtype"]
+    where = {"shared": "a shared array", "local": "a thread's local array"
+             }.get(info["space"], "an array")
+    return (f"{launch.kernel} keeps {what} in {name}, {where} of {dtype}: it holds at most "
+            f"{np.iinfo(dtype).max:,}, and the exercise's counts go further on larger "
+            "inputs; keep counts in int32 or int64")
+
+
 def wide_counts(t):
     """The counts the kernels keep are in 32 bits or more, in global, shared or a
     thread's local memory. One kept in 8 or 16 bits is right at the sizes a trace can
     run and wraps past 127, 255 or 32,767, a count a GPU case reaches. A count is an
-    element incremented by 1 up to 2 or more (a flag, only ever 0 or 1, may stay
-    narrow), or a global array's element the kernels wrote past 1."""
+    element a thread adds 1 to (it reads it, then writes back one more), not bytes
+    staged from the input or a flag set to 1."""
     for launch in t.launches:
         for name, info in launch.arrays.items():
-            largest = max(info.get("counted", 0), info.get("largest", 0)
-                          if launch.of(name, ("write", "atomic")) else 0)
-            if largest > 1:
-                dtype = info["dtype"]
-                where = {"shared": "a shared array", "local": "a thread's local array"
-                         }.get(info["space"], "an array")
-                return (f"{launch.kernel} keeps a count in {name}, {where} of {dtype}: it "
-                        f"holds at most {np.iinfo(dtype).max:,}, and the exercise's counts go "
-                        "further on larger inputs (a count reached "
-                        f"{largest:,} here); keep counts in int32 or int64")
+            if info.get("counted"):
+                return _narrow(launch, name, info, "a count")
+    return ""
+
+
+def wide_results(t):
+    """Integers the kernels write to global memory are kept in 32 bits or more where
+    they go past 1: one kept in 16 bits (a count of sweeps stored at the end) is right
+    at the sizes a trace can run and wraps past 32,767, which a GPU case can reach."""
+    for launch in t.launches:
+        for name, info in launch.arrays.items():
+            largest = info.get("largest", 0)
+            if largest > 1 and launch.of(name, ("write", "atomic")):
+                return _narrow(launch, name, info, f"a result that reached {largest:,}")
     return ""
 
 
 POINTS = {f.__name__: f for f in (shared_tile, shared_counters, one_cooperative_launch,
-                                  on_the_given_stream, wide_counts)}
+                                  on_the_given_stream, work_shared, wide_counts,
+                                  wide_results)}

@@ -10,12 +10,12 @@ import threading
 
 import numpy as np
 from numba.cuda.simulator import api, kernel, kernelapi
-from numba.cuda.simulator.cudadrv import devicearray, driver
+from numba.cuda.simulator.cudadrv import devicearray, devices, driver
 
 from kernels import simulator
 from kernels.trace import blocks, hazards
 from kernels.trace.model import LockNeverFree, NothingLaunched, Trace, TraceError, TraceTooLarge
-from kernels.trace.record import Recorder, incremented
+from kernels.trace.record import Recorder, element_address, incremented, read_from
 
 _active = None  # the Recorder of the recording in progress, if any
 
@@ -27,7 +27,9 @@ def _patches(rec):
 
     def getitem(self, idx):
         rec.record(self._item._ary, idx, "read", "read", sys._getframe(1))
-        return get0(self, idx)
+        value = get0(self, idx)
+        read_from(self._item._ary, idx, value)
+        return value
 
     def setitem(self, idx, val):
         ary = self._item._ary
@@ -41,7 +43,7 @@ def _patches(rec):
             ary = array._item._ary if isinstance(array, FW) else array
             thread = threading.current_thread()
             frame = sys._getframe(1)
-            address = _address(ary, index)
+            address = element_address(ary, index)
             # a release only after a fence: an atomic alone (the exch that frees a lock
             # included) orders no other memory access in CUDA's memory model
             releases = getattr(thread, "_fenced", False)
@@ -80,6 +82,9 @@ def _patches(rec):
 
     def threadfence(self):
         rec.sync.fence(threading.current_thread())
+
+    def threadfence_block(self):
+        rec.sync.fence(threading.current_thread(), scope="block")
 
     def cooperative_limit(self, blockdim):
         return blocks.COOPERATIVE_BLOCKS  # the tracer runs them all live
@@ -154,6 +159,17 @@ def _patches(rec):
         event_sync0(self)
         rec.host_waits(getattr(self, "_trace_clock", {}))
 
+    def event_query(self):  # done, on the simulator: the host knows it waited for it
+        event_sync(self)
+        return True
+
+    def stream_query(self):
+        stream_sync(self)
+        return True
+
+    def context_sync(self):
+        device_sync()
+
     sync0 = kernel.BlockThread.syncthreads
     to_device0 = devicearray.to_device
     get_config, call0 = kernel.FakeCUDAKernel.__getitem__, kernel.FakeCUDAKernel.__call__
@@ -170,6 +186,7 @@ def _patches(rec):
         (kernel.FakeOverload, "max_cooperative_grid_blocks", cooperative_limit),
         (kernelapi.FakeCUDAModule, "threadfence", threadfence),
         (kernelapi.FakeCUDAModule, "threadfence_system", threadfence),
+        (kernelapi.FakeCUDAModule, "threadfence_block", threadfence_block),
         (devicearray, "to_device", to_device),
         (kernel.FakeCUDAKernel, "__getitem__", launch),
         (kernel.FakeCUDAKernel, "__call__", call),
@@ -185,19 +202,15 @@ def _patches(rec):
         (api.Event, "record", event_record),
         (api.Event, "wait", event_wait),
         (api.Event, "synchronize", event_sync),
+        (api.Event, "query", event_query),
+        (api.stream, "query", stream_query),
+        (devices.FakeCUDAContext, "synchronize", context_sync),
     ]
     for name in ("add", "sub", "and_", "or_", "xor", "inc", "dec", "exch", "max", "min",
                  "nanmax", "nanmin", "compare_and_swap", "cas"):
         patches.append((kernelapi.FakeCUDAAtomic, name,
                         atomic(name, getattr(kernelapi.FakeCUDAAtomic, name))))
     return patches
-
-
-def _address(ary, index):
-    if not isinstance(index, tuple):
-        index = (index,)
-    return ary.__array_interface__["data"][0] + sum(
-        int(i) * s for i, s in zip(index, ary.strides))
 
 
 def _stored(ary, value):

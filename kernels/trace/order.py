@@ -91,6 +91,9 @@ class Sync:
         self._lock = threading.RLock()
         self._barriers = {}  # (block, barrier number) -> join of the arrivals' clocks
         self._released = {}  # address -> join of the clocks released on it
+        # (address, block) -> those released after a fence of the block's scope only
+        # (cuda.threadfence_block()): acquired by the threads of that block alone
+        self._released_in_block = {}
         self._arrivals = {}  # (block, barrier number) -> {thread: (function, line)}
 
     @staticmethod
@@ -103,11 +106,12 @@ class Sync:
                 getattr(thread, "_pending", None))
 
     @staticmethod
-    def fence(thread):
-        """cuda.threadfence(): the thread's next atomic releases what it did before
+    def fence(thread, scope="device"):
+        """cuda.threadfence() (or threadfence_block(), scope "block"): the thread's next
+        atomic releases what it did before to the threads of that scope
         (kernels.trace.record clears that at its next global write), and it acquires
         what its atomics since its last fence read."""
-        thread._fenced = True
+        thread._fenced = scope
         pending = getattr(thread, "_pending", None)
         if pending is not None:
             thread._clock = join(getattr(thread, "_clock", EMPTY), pending)
@@ -167,17 +171,20 @@ class Sync:
         """Run the atomic `run()` on `address` with what it reads (acquired at the
         thread's next fence) and, if `release`, its release, in one step as the atomic
         itself: returns what run() returns."""
+        block = (thread.blockIdx.x, thread.blockIdx.y, thread.blockIdx.z)
         with self._lock:
             old = run()
             clock = getattr(thread, "_clock", EMPTY)
             thread._pending = join(getattr(thread, "_pending", None) or EMPTY,
-                                   self._released.get(address, EMPTY))
+                                   self._released.get(address, EMPTY),
+                                   self._released_in_block.get((address, block), EMPTY))
             if release:
-                block = (thread.blockIdx.x, thread.blockIdx.y, thread.blockIdx.z)
                 counter = getattr(thread, "_counter", 0)
                 mine = Clock(clock.grid, clock.blocks,
                              {**clock.threads, (block, thread.thread_id): counter})
-                self._released[address] = join(self._released.get(address, EMPTY), mine)
+                released, key = ((self._released_in_block, (address, block))
+                                 if release == "block" else (self._released, address))
+                released[key] = join(released.get(key, EMPTY), mine)
                 thread._counter = counter + 1
             thread._fenced = False
             return old

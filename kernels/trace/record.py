@@ -366,21 +366,52 @@ class Recorder:
         return devicearray.FakeWithinKernelCUDAArray(devicearray.FakeCUDAArray(ary))
 
 
+def element_address(ary, index):
+    """The byte address of ary[index] (an int or a tuple of ints)."""
+    if not isinstance(index, tuple):
+        index = (index,)
+    return ary.__array_interface__["data"][0] + sum(
+        (int(i) % n if i < 0 else int(i)) * s for i, n, s in zip(index, ary.shape, ary.strides))
+
+
+def _narrow(ary):
+    return ary.dtype.kind in "iu" and ary.dtype.itemsize < 4
+
+
+def read_from(ary, idx, value):
+    """The current thread read `value` from ary[idx]: kept, where `ary` holds integers of
+    fewer than 32 bits, for `incremented`."""
+    if _narrow(ary) and np.ndim(value) == 0:
+        try:
+            threading.current_thread()._trace_read = (element_address(ary, idx), int(value))
+        except (TypeError, ValueError, IndexError):
+            pass  # a slice or a field: not one element
+
+
 def incremented(ary, idx, value):
     """The count that storing `value` in ary[idx] makes, where `ary` holds integers of
-    fewer than 32 bits and the store adds 1 to the element (a count kept there wraps
-    past 127, 255 or 32,767: kernels.checks.points.wide_counts); else None."""
-    if ary.dtype.kind not in "iu" or ary.dtype.itemsize >= 4:
+    fewer than 32 bits and the store adds 1 to what the same thread last read there (a
+    count kept there wraps past 127, 255 or 32,767: kernels.checks.points.wide_counts);
+    else None. A byte staged from the input is no count, whatever its value."""
+    if not _narrow(ary):
         return None
+    last = getattr(threading.current_thread(), "_trace_read", None)
     try:
-        old, new = int(ary[idx]), int(value)
+        if last is None or last[0] != element_address(ary, idx):
+            return None
+        new = int(value)
     except (TypeError, ValueError, IndexError, OverflowError):
         return None  # a slice, or not a number
-    return new if new == old + 1 else None
+    return new if new == last[1] + 1 else None
 
 
 class _Counts(np.ndarray):
-    """A local array of narrow integers under the tracer: reports each count it keeps."""
+    """A local array of narrow integers under the tracer: reports each count kept in it."""
+
+    def __getitem__(self, idx):
+        value = super().__getitem__(idx)
+        read_from(self, idx, value)
+        return value
 
     def __setitem__(self, idx, value):
         counted = incremented(self, idx, value)
