@@ -13,7 +13,7 @@ from numba import cuda  # noqa: E402
 
 from kernels import (device, float4, hardware, harness, matmul as mm,  # noqa: E402
                      matmul_fast as mf, matmul_narrow as mn,
-                     matmul_tuned as mt, size)
+                     matmul_tuned as mt, matmul_wide as mw, size)
 from kernels.gridstride import sm_count  # noqa: E402
 from kernels.benchmarks import optional  # noqa: E402
 from kernels.harness import benchmark, row  # noqa: E402
@@ -71,6 +71,12 @@ NARROW_COVERS = (*mn.VERSIONS.values(), mn.narrow_position, mn.narrow_row, mn.na
                  mn.put_narrow_tile, mn.matmul_narrow_tiles_kernel, mn.narrow_splits,
                  mn.few_tiles, mn.launch_narrow, mn.default_splits)
 
+# the step of kernels.matmul_wide, after that of matmul_narrow
+WIDE_COVERS = (*mw.VERSIONS.values(), mw.wide_offsets, mw.fetch_wide_tiles_until,
+               mw.fetch_wide_tiles_at, mw.stash_wide_tiles, mw.load_wide_fragments,
+               mw.multiply_wide_fragments, mw.wide_products, mw.wide_step, mw.put_wide_tile,
+               mw.matmul_wide_thread_tiles_kernel, mw.launch_wide, mw.default_splits)
+
 
 @benchmark(*mm.VERSIONS.values(), mm.matmul_naive_kernel, mm.matmul_tiled_kernel,
            mm.matmul_tiled_bounded_kernel, mm.matmul_thread_tile_1d_kernel,
@@ -79,7 +85,7 @@ NARROW_COVERS = (*mn.VERSIONS.values(), mn.narrow_position, mn.narrow_row, mn.na
            *mf.VERSIONS.values(), mf.matmul_unrolled_k_kernel,
            mf.matmul_unchecked_interior_kernel, mf.matmul_split_k_kernel,
            mf.fetch_tiles_unchecked, mf.fetch_tiles_until, *FAST_COVERS, *TUNED_COVERS,
-           *NARROW_COVERS)
+           *NARROW_COVERS, *WIDE_COVERS)
 def ladder():
     sizes = size("matmul_ladder")
     cupy = optional("cupy")
@@ -108,7 +114,8 @@ def ladder():
             rows.append(torch_row)
         da, db = cuda.to_device(a), cuda.to_device(b)
         dout = cuda.device_array((n, n), dtype=np.float32)
-        for name, fn in {**mm.VERSIONS, **mf.VERSIONS, **mt.VERSIONS, **mn.VERSIONS}.items():
+        for name, fn in {**mm.VERSIONS, **mf.VERSIONS, **mt.VERSIONS, **mn.VERSIONS,
+                         **mw.VERSIONS}.items():
             if name == "matmul_tiled" and n % mm.TILE:
                 continue  # refused: it would read past the edges of a and b
             dout[:] = np.nan
@@ -124,6 +131,8 @@ def ladder():
                 fields["splits"] = mt.default_splits(name, n, n, n, sm_count())
             elif name in mn.VERSIONS:
                 fields["splits"] = mn.default_splits(name, n, n, n, sm_count())
+            elif name in mw.VERSIONS:
+                fields["splits"] = mw.default_splits(name, n, n, n, sm_count())
             if cublas_tflops:
                 fields["pct_cublas"] = 100 * fields["tflops"] / cublas_tflops
             rows.append(row(name, "kernel", t, **fields))
