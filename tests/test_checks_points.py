@@ -119,6 +119,35 @@ def histogram_counting_in(space, count_type):
     return histogram_256
 
 
+@cuda.jit
+def _tile_histogram(data, counts):
+    """Right: the block stages its bytes in a uint8 tile (the text, not counts), then
+    counts them in int32 shared counters."""
+    tile = cuda.shared.array(64, numba.uint8)
+    block = cuda.shared.array(256, numba.int32)
+    t = cuda.threadIdx.x
+    for b in range(t, 256, 64):
+        block[b] = 0
+    cuda.syncthreads()
+    for start in range(cuda.blockIdx.x * 64, data.size, cuda.gridDim.x * 64):
+        if start + t < data.size:
+            tile[t] = data[start + t]
+        cuda.syncthreads()
+        if start + t < data.size:
+            cuda.atomic.add(block, tile[t], 1)
+        cuda.syncthreads()
+    for b in range(t, 256, 64):
+        cuda.atomic.add(counts, b, block[b])
+
+
+def test_a_tile_of_the_text_in_8_bits_is_no_count(rng):
+    def histogram_256(data):
+        counts = cuda.to_device(np.zeros(256, np.int64))
+        _tile_histogram[5, 64](cuda.to_device(data), counts)
+        return counts.copy_to_host()
+    assert checks.histogram_256(histogram_256).passed
+
+
 @pytest.mark.parametrize("space", ["local", "shared"])
 def test_a_histogram_counting_in_8_bits_fails_and_in_32_bits_passes(space):
     where = {"local": "a thread's local array", "shared": "a shared array"}[space]
@@ -211,3 +240,16 @@ def test_stream_add_must_use_the_given_stream_and_wait_for_it_only():
         stream.synchronize()
 
     assert checks.stream_add(right).passed
+
+
+@cuda.jit
+def saxpy_by_the_blocks_stride(a, x, y, out):
+    """Wrong: strides by the block, so every block computes every element (the values
+    are right; each element is written once by each block)."""
+    for i in range(cuda.threadIdx.x, x.size, cuda.blockDim.x):
+        out[i] = a * x[i] + y[i]
+
+
+def test_a_grid_stride_loop_that_strides_by_the_block_fails_work_shared():
+    said = _failed(checks.saxpy(saxpy_by_the_blocks_stride))
+    assert "from two threads or more" in said and "cuda.gridsize(1)" in said

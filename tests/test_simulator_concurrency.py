@@ -28,17 +28,40 @@ def _add_under_lock(x, lock, total, retry):
                 done = True  # tried once, and gave up: its value is lost
 
 
-def _total(n, retry):
+@cuda.jit
+def _block_sums_under_exch_lock(x, lock, total, retry):
+    """Thread 0 of each block adds its block's share under a test-and-set lock taken
+    with exchange and released with exchange."""
+    if cuda.threadIdx.x == 0:
+        part = 0
+        for i in range(cuda.blockIdx.x * cuda.blockDim.x,
+                       min(x.size, (cuda.blockIdx.x + 1) * cuda.blockDim.x)):
+            part += x[i]
+        done = False
+        while not done:
+            if cuda.atomic.exch(lock, 0, 1) == 0:
+                cuda.threadfence()
+                total[0] += part
+                cuda.threadfence()
+                cuda.atomic.exch(lock, 0, 0)
+                done = True
+            elif not retry:
+                done = True
+
+
+def _total(kernel, n, retry):
     x = np.ones(n, np.int64)
     lock, total = np.zeros(1, np.int32), np.zeros(1, np.int64)
-    _add_under_lock[(n + 127) // 128, 128](x, lock, total, retry)
+    kernel[(n + 127) // 128, 128](x, lock, total, retry)
     return int(total[0])
 
 
-def test_a_lock_tried_once_loses_updates_and_one_tried_until_taken_does_not():
-    """Within a block and across blocks (one thread a block tries)."""
-    assert _total(300, retry=True) == 300
-    assert _total(300, retry=False) < 300  # a GPU's warp loses 31 of its 32
+@pytest.mark.parametrize("kernel", [_add_under_lock, _block_sums_under_exch_lock])
+def test_a_lock_tried_once_loses_updates_and_one_tried_until_taken_does_not(kernel):
+    """Every thread with compare-and-swap, or thread 0 of each block with exchange: on
+    a GPU the warp's threads, or the blocks running at once, find the lock taken."""
+    assert _total(kernel, 1000, retry=True) == 1000
+    assert _total(kernel, 1000, retry=False) < 1000
 
 
 @cuda.jit
