@@ -11,10 +11,8 @@ many on a GPU. So the release of a lock (an atomic exchange or compare-and-swap 
 puts back the value the lock held before it was taken, 0 or another) lands late: the
 first DEFERRED_RELEASES releases of each block, in each array of locks, stay unseen until TRIES other tries for
 that lock have found it taken, or the launch ends. A lock that retries until it gets it
-waits a few tries more; one that gives up loses its update, as on a GPU. A thread that
-finds a lock taken lets the others run (on the simulator each try of a spin would keep
-Python's interpreter lock for a whole switch interval, while the holder waits for it).
-Not in a trace (the tracer orders a lock's accesses by its fences, not by timing).
+waits a few tries more; one that gives up loses its update, as on a GPU. Not in a
+trace (the tracer orders a lock's accesses by its fences, not by timing).
 
 Pinned memory. On the simulator a pinned array (cuda.pinned_array, pinned_array_like,
 or one inside `with cuda.pinned(...)`) is ordinary memory; install() notes which host
@@ -46,7 +44,6 @@ the same copies and waits around them.
 import contextlib
 import itertools
 import threading
-import time
 import weakref
 
 import numpy as np
@@ -119,8 +116,6 @@ def _contended(op, name):
                         left[base] -= 1
                         ary[index] = loaded  # still taken, as others see it, for a while
                         _LOCKS["late"][address] = [ary, index, now, TRIES]
-        if not changed and isinstance(threading.current_thread(), _numba["BlockThread"]):
-            time.sleep(0)  # found taken: let the holder run
         return loaded
     atomic.__name__, atomic.__doc__ = op.__name__, op.__doc__
     return atomic
@@ -329,13 +324,13 @@ def install():
     """Note pinned arrays; let the first lock releases of each block land late; make
     copies into pinned memory on a stream finish when the host waits for them."""
     from numba import cuda
-    from numba.cuda.simulator import api, kernel, kernelapi
+    from numba.cuda.simulator import api, kernelapi
     from numba.cuda.simulator.cudadrv import devicearray, devices
 
     if _numba:
         return
     _numba.update(
-        BlockThread=kernel.BlockThread, legacy=api.stream(),
+        legacy=api.stream(),
         check_array_compatibility=devicearray.check_array_compatibility,
         copy_to_host=devicearray.FakeCUDAArray.copy_to_host,
         copy_to_device=devicearray.FakeCUDAArray.copy_to_device,

@@ -8,7 +8,10 @@ would import again, running a script or a notebook's code a second time), and co
 back pickled. A kernel
 cannot be pickled itself: it travels by module and name, or, if it was defined in a
 notebook or script (module __main__, which the child cannot import), as its compiled
-code and the values, kernels and functions that code names.
+code and the values, kernels and functions that code names. The trace comes back as
+kernels.trace.wire encodes it (each clock once): pickled whole, a lock's trace, whose
+every access carries a clock that knows most threads, passed the sandbox's limit on a
+file's size.
 """
 
 import builtins
@@ -23,6 +26,7 @@ import sys
 import tempfile
 import types
 
+from kernels.trace import wire
 from kernels.trace.model import TraceError
 
 
@@ -50,7 +54,7 @@ def in_simulator_process(fn, args, kwargs):
             status, value = pickle.load(f)
     if status == "error":
         raise value
-    return value
+    return wire.decode(value)
 
 
 def child(job, result):
@@ -60,7 +64,7 @@ def child(job, result):
     with open(job, "rb") as f:
         fn, args, kwargs = pickle.load(f)
     try:
-        outcome = ("ok", hooks.record(fn, args, kwargs))
+        outcome = ("ok", wire.encode(hooks.record(fn, args, kwargs)))
     except Exception as err:  # raised again in the caller's process
         outcome = ("error", err if _picklable(err) else TraceError(f"{type(err).__name__}: "
                                                                    f"{err}"))
