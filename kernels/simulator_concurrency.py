@@ -96,26 +96,33 @@ def _contended(op, name):
             int(i) * s for i, s in zip(index, ary.strides))
         with _ATOMICS:
             late = _LOCKS["late"].get(address)
-            loaded = op(self, array, *args)  # sees the lock taken, if its release is late
             if late is not None:
-                late[3] -= 1
-                if late[3] <= 0:  # the release lands, after this try
-                    ary[index] = late[2]
-                    del _LOCKS["late"][address]
-                changed = False
-            else:
-                now = ary[index]
-                changed = loaded != now
-                if changed and address not in _LOCKS["held"]:  # taken
-                    _LOCKS["held"][address] = loaded
-                elif changed and now == _LOCKS["held"][address]:  # released
-                    del _LOCKS["held"][address]
-                    left = _LOCKS["left"]
-                    base = ary.__array_interface__["data"][0]
-                    if left is not None and left.setdefault(base, DEFERRED_RELEASES) > 0:
-                        left[base] -= 1
-                        ary[index] = loaded  # still taken, as others see it, for a while
-                        _LOCKS["late"][address] = [ary, index, now, TRIES]
+                # a try that finds the lock taken (a take's compare-and-swap from the free
+                # value, an exchange that stores the taken value) runs before the late
+                # release; anything else after it, as if it had landed already
+                taken = ary[index]
+                expected, value = (args[-2], args[-1]) if name != "exch" else (None, args[-1])
+                if (expected != taken) if name != "exch" else (value == taken):
+                    loaded = op(self, array, *args)
+                    late[3] -= 1
+                    if late[3] <= 0:  # the release lands, after this try
+                        ary[index] = late[2]
+                        del _LOCKS["late"][address]
+                    return loaded
+                ary[index] = late[2]
+                del _LOCKS["late"][address]
+            loaded = op(self, array, *args)
+            now = ary[index]
+            if loaded != now and address not in _LOCKS["held"]:  # taken
+                _LOCKS["held"][address] = loaded
+            elif loaded != now and now == _LOCKS["held"][address]:  # released
+                del _LOCKS["held"][address]
+                left = _LOCKS["left"]
+                base = ary.__array_interface__["data"][0]
+                if left is not None and left.setdefault(base, DEFERRED_RELEASES) > 0:
+                    left[base] -= 1
+                    ary[index] = loaded  # still taken, as others see it, for a while
+                    _LOCKS["late"][address] = [ary, index, now, TRIES]
         return loaded
     atomic.__name__, atomic.__doc__ = op.__name__, op.__doc__
     return atomic

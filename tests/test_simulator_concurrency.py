@@ -176,3 +176,28 @@ def test_what_a_kernel_on_a_stream_writes_into_mapped_memory_is_seen_after_the_w
     np.testing.assert_array_equal(doubled.copy_to_host(), 4 * values)
     _double[1, 64](cuda.to_device(values), mapped)  # on the legacy default stream
     np.testing.assert_array_equal(np.asarray(mapped), 2 * values)
+
+
+@cuda.jit(device=True)
+def _add_by_cas(x, delta):
+    old = x[0]
+    while True:
+        seen = cuda.atomic.cas(x, 0, old, old + delta)
+        if seen == old:
+            return
+        old = seen
+
+
+@cuda.jit
+def _up_and_down(x, ups):
+    """Each thread adds 1, then takes it away, with compare-and-swap loops: the value
+    comes back to its start again and again, which is no lock's release."""
+    _add_by_cas(x, 1)
+    cuda.atomic.add(ups, 0, 1)
+    _add_by_cas(x, -1)
+
+
+def test_compare_and_swap_loops_that_come_back_to_a_value_lose_nothing():
+    x, ups = np.zeros(1, np.int32), np.zeros(1, np.int32)
+    _up_and_down[3, 64](x, ups)
+    assert x[0] == 0 and ups[0] == 3 * 64
