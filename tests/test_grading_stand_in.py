@@ -39,7 +39,8 @@ def test_a_reply_that_does_not_carry_the_request_s_number_is_refused():
     def forged():  # an answer process whose reply frame is well formed but forged
         requests_read, requests_write = os.pipe()
         replies_read, replies_write = os.pipe()
-        proc = subprocess.Popen(["sleep", "30"])
+        proc = subprocess.Popen(["sleep", "30"], start_new_session=True)  # its own group,
+        # as the answer processes are: closing the stand-in ends it at once
 
         def reply():
             channel.Reader(requests_read).read()
