@@ -7,24 +7,21 @@ them takes the lock, and the blocks run at once; on the simulator the blocks run
 after another and the threads of a block in turns of milliseconds, so a thread takes a
 lock and frees it long before another tries: a kernel whose threads try for a lock once,
 or a few times, and give up when it is taken (no retry loop) loses no update there, and
-many on a GPU. So the release of a lock (an atomic exchange or compare-and-swap that
-puts back the value the lock held before it was taken, 0 or another) lands late: the
-first DEFERRED_RELEASES releases of each block, in each array of locks, stay unseen until TRIES other tries for
-that lock have found it taken, or the launch ends. A lock that retries until it gets it
-waits a few tries more; one that gives up loses its update, as on a GPU. Not in a
-trace (the tracer orders a lock's accesses by its fences, not by timing).
-
-Pinned memory. On the simulator a pinned array (cuda.pinned_array, pinned_array_like,
-or one inside `with cuda.pinned(...)`) is ordinary memory; install() notes which host
-arrays CUDA would page-lock (page_locked), for the copies below and the tracer.
-
-What a GPU's events, streams and context offer beside, and the simulator lacks, is
-added: `cuda.event(timing=False)`, `Event.query()` and `stream.query()` (the work is
-done when asked), `cuda.current_context().synchronize()`.
+many on a GPU. So the release of a lock (an atomic that puts back the value the word held
+before an atomic changed it: exchange, compare-and-swap, subtract...) lands late: the
+first DEFERRED_RELEASES releases of each block, in each array of locks, stay unseen
+until TRIES other atomics on that word have found it taken (a compare-and-swap expecting
+the free value, an exchange storing the taken one, an add of 0 that checks it...), or
+LATE_S has passed since the last (for threads that wait with plain reads), or the launch
+ends. An atomic that would act on the taken value as a new one (a compare-and-swap
+expecting it) runs after the release lands; an added or subtracted release composes
+with what came in between. A lock that retries until it gets it waits a little longer;
+one that gives up loses its update, as on a GPU. Not in a trace (the tracer orders a
+lock's accesses by its fences, not by timing).
 
 Mapped memory (cuda.mapped_array) is host memory a kernel writes into directly: what a
-kernel on a stream wrote there, the host sees when it waits for the kernel, as for a
-copy below.
+kernel wrote there (on any stream: a launch is asynchronous), the host sees when it
+waits for the kernel, as for a copy below.
 
 A copy. CUDA's copy from the device into page-locked (pinned) host memory on a stream
 returns before it is done; the host may read the memory only after it waits for the
@@ -42,8 +39,10 @@ the same copies and waits around them.
 """
 
 import contextlib
+import functools
 import itertools
 import threading
+import time
 import weakref
 
 import numpy as np
@@ -53,12 +52,30 @@ import numpy as np
 _numba = {}
 
 DEFERRED_RELEASES = 2  # per block and array of locks, the lock releases that land late
-TRIES = 4  # the tries for the lock that find it taken before such a release lands
+TRIES = 4  # the atomics on the lock that find it taken before such a release lands
+LATE_S = 0.02  # or this long after it, for threads that wait with plain reads
 # left: an array of locks's address -> its releases this block may still make late (None:
 # none, in a trace); held: a lock's address -> its value when free; late: a lock's
-# address -> [array, index, free value, tries left]
+# address -> _Late
 _LOCKS = {"left": None, "held": {}, "late": {}}
 _ATOMICS = threading.Lock()
+_ABSOLUTE = ("cas", "compare_and_swap", "exch")  # a release that stores the free value
+
+
+class _Late:
+    """A release not seen yet: the atomic `name`, atomic(*args), that stored `free` in
+    ary[index]."""
+
+    def __init__(self, ary, index, free, name, atomic, args):
+        self.ary, self.index, self.free = ary, index, free
+        self.name, self.atomic, self.args = name, atomic, args
+        self.tries, self.deadline = TRIES, time.monotonic() + LATE_S
+
+    def land(self):
+        if self.name in _ABSOLUTE:
+            self.ary[self.index] = self.free
+        else:  # added, subtracted...: it composes with what came in between
+            self.atomic(*self.args)
 
 
 def block_starts(traced):
@@ -70,10 +87,26 @@ def block_starts(traced):
 def launch_ends():
     """Every release still unseen lands, and no lock is held."""
     with _ATOMICS:
-        for ary, index, free, _ in _LOCKS["late"].values():
-            ary[index] = free
+        for late in _LOCKS["late"].values():
+            late.land()
         _LOCKS["late"].clear()
         _LOCKS["held"].clear()
+
+
+def _landing():
+    """A daemon's loop while releases are late: those whose time is up land (a thread
+    that waits for a lock with plain reads makes no try)."""
+    while True:
+        time.sleep(LATE_S / 4)
+        with _ATOMICS:
+            now = time.monotonic()
+            for address, late in list(_LOCKS["late"].items()):
+                if late.deadline <= now:
+                    late.land()
+                    del _LOCKS["late"][address]
+            if not _LOCKS["late"]:
+                _numba["landing"] = None
+                return
 
 
 def _ndarray(array):
@@ -83,8 +116,19 @@ def _ndarray(array):
     return array
 
 
+def _finds_it_taken(name, args, taken):
+    """Whether atomic `name` with `args` on a word holding `taken` runs as a try that
+    finds a lock taken: a compare-and-swap expecting another value, an exchange storing
+    the same, any other atomic (it reads the value, and adds or sets what it adds)."""
+    if name in ("cas", "compare_and_swap"):
+        return args[-2] != taken
+    if name == "exch":
+        return args[-1] == taken
+    return True
+
+
 def _contended(op, name):
-    """Numba's cas, compare_and_swap or exch, with late releases (module docstring)."""
+    """Numba's atomic `name`, with late releases (module docstring)."""
     def atomic(self, array, *args):
         if not hasattr(threading.current_thread(), "threadIdx"):  # not a CUDA thread
             return op(self, array, *args)
@@ -97,19 +141,15 @@ def _contended(op, name):
         with _ATOMICS:
             late = _LOCKS["late"].get(address)
             if late is not None:
-                # a try that finds the lock taken (a take's compare-and-swap from the free
-                # value, an exchange that stores the taken value) runs before the late
-                # release; anything else after it, as if it had landed already
-                taken = ary[index]
-                expected, value = (args[-2], args[-1]) if name != "exch" else (None, args[-1])
-                if (expected != taken) if name != "exch" else (value == taken):
+                if _finds_it_taken(name, args, ary[index]):  # before the late release
                     loaded = op(self, array, *args)
-                    late[3] -= 1
-                    if late[3] <= 0:  # the release lands, after this try
-                        ary[index] = late[2]
+                    late.tries -= 1
+                    late.deadline = time.monotonic() + LATE_S
+                    if late.tries <= 0:  # the release lands, after this try
+                        late.land()
                         del _LOCKS["late"][address]
                     return loaded
-                ary[index] = late[2]
+                late.land()  # after it, as if it had landed already
                 del _LOCKS["late"][address]
             loaded = op(self, array, *args)
             now = ary[index]
@@ -122,10 +162,19 @@ def _contended(op, name):
                 if left is not None and left.setdefault(base, DEFERRED_RELEASES) > 0:
                     left[base] -= 1
                     ary[index] = loaded  # still taken, as others see it, for a while
-                    _LOCKS["late"][address] = [ary, index, now, TRIES]
+                    _LOCKS["late"][address] = _Late(ary, index, now, name, functools.partial(
+                        op, self, array), args)
+                    _start_landing()
         return loaded
     atomic.__name__, atomic.__doc__ = op.__name__, op.__doc__
     return atomic
+
+
+def _start_landing():  # (under _ATOMICS, as _landing's end)
+    if not _numba.get("landing"):
+        _numba["landing"] = threading.Thread(target=_landing, name="late lock releases",
+                                             daemon=True)
+        _numba["landing"].start()
 
 
 # ------------------------------------------------------------------- pinned memory
@@ -226,10 +275,9 @@ def kernel_starts(stream, args):
 
 
 def kernel_ends(stream, args):
-    """After a launch on a stream: what it wrote into mapped host memory
-    (cuda.mapped_array) the host sees when it waits for it, as a copy's."""
-    if is_legacy(stream):
-        return
+    """After a launch: what it wrote into mapped host memory (cuda.mapped_array) the host
+    sees when it waits for it, as a copy's (a launch on the legacy default stream is
+    asynchronous too: a synchronous copy or cuda.synchronize() waits for it)."""
     for a in args:
         ary = _host_memory(a)
         if ary is not None and ary.ndim and ary.flags.c_contiguous and _is_mapped(ary):
@@ -350,7 +398,8 @@ def install():
     devicearray.pinned = cuda.pinned = pinned
     devicearray.mapped_array = cuda.mapped_array = _mapping(devicearray.mapped_array)
     devicearray.to_device = cuda.to_device = _to_device
-    for name in ("cas", "compare_and_swap", "exch"):
+    for name in ("cas", "compare_and_swap", "exch", "add", "sub", "and_", "or_", "xor",
+                 "inc", "dec", "max", "min"):
         setattr(kernelapi.FakeCUDAAtomic, name,
                 _contended(getattr(kernelapi.FakeCUDAAtomic, name), name))
     devicearray.FakeCUDAArray.copy_to_host = _copy_to_host

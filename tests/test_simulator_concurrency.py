@@ -174,8 +174,10 @@ def test_what_a_kernel_on_a_stream_writes_into_mapped_memory_is_seen_after_the_w
     stream.synchronize()
     np.testing.assert_array_equal(np.asarray(mapped), 2 * values)
     np.testing.assert_array_equal(doubled.copy_to_host(), 4 * values)
-    _double[1, 64](cuda.to_device(values), mapped)  # on the legacy default stream
-    np.testing.assert_array_equal(np.asarray(mapped), 2 * values)
+    _double[1, 64](cuda.to_device(3 * values), mapped)  # on the legacy default stream
+    assert (np.asarray(mapped).view(np.uint8) == 0xA5).all()
+    cuda.synchronize()
+    np.testing.assert_array_equal(np.asarray(mapped), 6 * values)
 
 
 @cuda.jit(device=True)
@@ -201,3 +203,52 @@ def test_compare_and_swap_loops_that_come_back_to_a_value_lose_nothing():
     x, ups = np.zeros(1, np.int32), np.zeros(1, np.int32)
     _up_and_down[3, 64](x, ups)
     assert x[0] == 0 and ups[0] == 3 * 64
+
+
+@cuda.jit
+def _block_sums_checking_first(x, lock, total, check_with_an_atomic):
+    """Thread 0 of each block waits until the lock looks free, with plain reads or with
+    an atomic add of 0, and only then tries compare-and-swap (test and test-and-set):
+    it makes no failing compare-and-swap while it waits."""
+    if cuda.threadIdx.x == 0:
+        part = 0
+        for i in range(cuda.blockIdx.x * cuda.blockDim.x,
+                       min(x.size, (cuda.blockIdx.x + 1) * cuda.blockDim.x)):
+            part += x[i]
+        done = False
+        while not done:
+            free = (cuda.atomic.add(lock, 0, 0) if check_with_an_atomic else lock[0]) == 0
+            if free and cuda.atomic.cas(lock, 0, 0, 1) == 0:
+                cuda.threadfence()
+                total[0] += part
+                cuda.threadfence()
+                cuda.atomic.exch(lock, 0, 0)
+                done = True
+
+
+@pytest.mark.parametrize("check_with_an_atomic", [False, True])
+def test_a_late_release_lands_for_threads_that_check_before_they_try(check_with_an_atomic):
+    assert _total(_block_sums_checking_first, 1000, check_with_an_atomic) == 1000
+
+
+@cuda.jit
+def _add_under_a_counting_lock(x, lock, total, retry):
+    """A lock taken by adding 1 (taken if it was 0) and released by subtracting 1."""
+    i = cuda.grid(1)
+    if i < x.size:
+        done = False
+        while not done:
+            if cuda.atomic.add(lock, 0, 1) == 0:
+                cuda.threadfence()
+                total[0] += x[i]
+                cuda.threadfence()
+                cuda.atomic.sub(lock, 0, 1)
+                done = True
+            else:
+                cuda.atomic.sub(lock, 0, 1)  # not ours: undo the add
+                done = not retry
+
+
+def test_a_lock_taken_by_adding_and_freed_by_subtracting_loses_updates_tried_once():
+    # (retried, the same lock can starve: the tries' own adds keep it from 0, on a GPU too)
+    assert _total(_add_under_a_counting_lock, 1000, retry=False) < 1000

@@ -69,16 +69,17 @@ def on_the_given_stream(t):
 
 def work_shared(t):
     """The threads share each launch's writes: no element of a global array written by
-    two threads or more, beyond the odd one (a flag every thread may set). With the
-    stride of one block, say, every block does all the work: the values come out right,
-    every element written by one thread of each block."""
+    two threads or more between two grid barriers, beyond the odd one (a flag every
+    thread may set). With the stride of one block, say, every block does all the work:
+    the values come out right, every element written by one thread of each block."""
     for launch in t.launches:
-        writers = collections.defaultdict(set)
+        writers = collections.defaultdict(set)  # between two grid barriers: one phase
         for a in launch.accesses:
             if a.space == "global" and a.kind == "write":
-                writers[(a.array, a.index)].add((a.block, a.tid))
-        for name in sorted({array for array, _ in writers}):
-            written = {ix: w for (array, ix), w in writers.items() if array == name}
+                writers[(a.array, a.grid_epoch, a.index)].add((a.block, a.tid))
+        for name, phase in sorted({(array, epoch) for array, epoch, _ in writers}):
+            written = {ix: w for (array, epoch, ix), w in writers.items()
+                       if (array, epoch) == (name, phase)}
             repeated = sorted(ix for ix, w in written.items() if len(w) > 1)
             if len(repeated) >= 2 and 2 * len(repeated) >= len(written):
                 first = repeated[0]
@@ -104,11 +105,11 @@ def wide_counts(t):
     """The counts the kernels keep are in 32 bits or more, in global, shared or a
     thread's local memory. One kept in 8 or 16 bits is right at the sizes a trace can
     run and wraps past 127, 255 or 32,767, a count a GPU case reaches. A count is an
-    element a thread adds 1 to (it reads it, then writes back one more), not bytes
-    staged from the input or a flag set to 1."""
+    element a thread adds 1 to (it reads it, then writes back one more) up to 2 or more,
+    not bytes staged from the input or a flag set from 0 to 1."""
     for launch in t.launches:
         for name, info in launch.arrays.items():
-            if info.get("counted"):
+            if info.get("counted", 0) > 1:  # 0 to 1: a flag
                 return _narrow(launch, name, info, "a count")
     return ""
 
