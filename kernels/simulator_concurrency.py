@@ -179,47 +179,59 @@ def _start_landing():  # (under _ATOMICS, as _landing's end)
 
 # ------------------------------------------------------------------- pinned memory
 
-_PAGE_LOCKED = {}  # id of a root array -> a weak reference to it
-
-
 def _root(ary):
     while isinstance(getattr(ary, "base", None), np.ndarray):
         ary = ary.base
     return ary
 
 
-def _note(ary):
-    root = _root(ary)
-    key = id(root)
-    _PAGE_LOCKED[key] = weakref.ref(root, lambda _, key=key: _PAGE_LOCKED.pop(key, None))
+class _Noted:
+    """Host arrays of one kind (pinned, mapped), by the memory they view, held weakly."""
+
+    def __init__(self):
+        self._refs = {}  # id of a root array -> a weak reference to it
+
+    def note(self, ary):
+        root = _root(ary)
+        key = id(root)
+        self._refs[key] = weakref.ref(root, lambda _, key=key: self._refs.pop(key, None))
+
+    def forget(self, ary):
+        self._refs.pop(id(_root(ary)), None)
+
+    def __contains__(self, ary):
+        root = _root(ary)
+        ref = self._refs.get(id(root))
+        return ref is not None and ref() is root
+
+    def noting(self, make, memory=lambda made: made):
+        """`make`, noting the memory of what it makes."""
+        def made(*args, **kwargs):
+            ary = make(*args, **kwargs)
+            self.note(memory(ary))
+            return ary
+        made.__doc__, made.__name__ = make.__doc__, make.__name__
+        return made
+
+
+_PAGE_LOCKED, _MAPPED = _Noted(), _Noted()
 
 
 def page_locked(ary):
     """Whether host array `ary` (or the array it views) is pinned memory."""
-    root = _root(ary)
-    ref = _PAGE_LOCKED.get(id(root))
-    return ref is not None and ref() is root
-
-
-def _noting(make):
-    def made(*args, **kwargs):
-        ary = make(*args, **kwargs)
-        _note(ary)
-        return ary
-    made.__doc__, made.__name__ = make.__doc__, make.__name__
-    return made
+    return ary in _PAGE_LOCKED
 
 
 @contextlib.contextmanager
 def pinned(*arrays):
     """cuda.pinned(*arrays): the arrays are page-locked inside the block."""
     for ary in arrays:
-        _note(ary)
+        _PAGE_LOCKED.note(ary)
     try:
         yield
     finally:
         for ary in arrays:
-            _PAGE_LOCKED.pop(id(_root(ary)), None)
+            _PAGE_LOCKED.forget(ary)
 
 
 # ------------------------------------------------------------------------- copies
@@ -280,7 +292,7 @@ def kernel_ends(stream, args):
     asynchronous too: a synchronous copy or cuda.synchronize() waits for it)."""
     for a in args:
         ary = _host_memory(a)
-        if ary is not None and ary.ndim and ary.flags.c_contiguous and _is_mapped(ary):
+        if ary is not None and ary.ndim and ary.flags.c_contiguous and ary in _MAPPED:
             values = np.array(ary, copy=True)
             ary.view(np.uint8).fill(0xA5)
             with _LOCK:
@@ -289,26 +301,6 @@ def kernel_ends(stream, args):
 
 def _host_memory(a):
     return getattr(a, "_ary", a if isinstance(a, np.ndarray) else None)
-
-
-_MAPPED = {}  # id of a mapped array's memory -> a weak reference to it
-
-
-def _mapping(make):
-    def made(*args, **kwargs):
-        ary = make(*args, **kwargs)
-        root = _root(ary._ary)
-        key = id(root)
-        _MAPPED[key] = weakref.ref(root, lambda _, key=key: _MAPPED.pop(key, None))
-        return ary
-    made.__doc__, made.__name__ = make.__doc__, make.__name__
-    return made
-
-
-def _is_mapped(ary):
-    root = _root(ary)
-    ref = _MAPPED.get(id(root))
-    return ref is not None and ref() is root
 
 
 def _copy_to_device(self, ary, stream=0):
@@ -392,11 +384,12 @@ def install():
         to_device=devicearray.to_device)
     _numba["legacy"].legacy_default = True
     for name in ("pinned_array", "pinned_array_like"):
-        made = _noting(getattr(devicearray, name))
+        made = _PAGE_LOCKED.noting(getattr(devicearray, name))
         setattr(devicearray, name, made)
         setattr(cuda, name, made)
     devicearray.pinned = cuda.pinned = pinned
-    devicearray.mapped_array = cuda.mapped_array = _mapping(devicearray.mapped_array)
+    devicearray.mapped_array = cuda.mapped_array = _MAPPED.noting(
+        devicearray.mapped_array, memory=lambda made: made._ary)
     devicearray.to_device = cuda.to_device = _to_device
     for name in ("cas", "compare_and_swap", "exch", "add", "sub", "and_", "or_", "xor",
                  "inc", "dec", "max", "min"):
