@@ -113,3 +113,25 @@ def test_what_the_answer_changes_in_its_process_cannot_change_the_race_verdict(f
     passed, report, _ = _checked(folder, BLINDS_THE_ANALYSES, "s[data[i]] += 1")
     assert not passed
     assert "lost update" in report, report
+
+
+def test_an_exercise_the_notebook_does_not_answer_gets_no_answer_process():
+    """The judge starts no process for an exercise whose names no statement binds (the
+    answer process would run nothing there), and says so as that process would; a name
+    bound where the reading cannot tell (a star import) still gets its process."""
+    from kernels.checks import registry
+    from kernels.grading import extract
+
+    gridstride = [ex for ex in registry.EXERCISES.values() if ex.chapter == "gridstride"]
+    cells = [{"cell_type": "code", "source": s} for s in (
+        "from numba import cuda\n\n@cuda.jit\ndef saxpy_kernel(a, x, y, out):\n    pass\n",
+        "globals()['clip_2d_kernel'] = saxpy_kernel\n",
+        "reverse_inplace_kernel = None\nreverse_inplace_kernel = saxpy_kernel\n")]
+    assert [list(ex.names) for ex in gridstride] == [
+        ["saxpy_kernel"], ["clip_2d_kernel"], ["reverse_inplace_kernel"]]
+    found, _ = extract.statements(cells)
+    assert [ex.label for ex in judge.unanswered(found, gridstride)] == ["gridstride-ex-clip"]
+    found, _ = extract.statements(cells + [{"cell_type": "code", "source": "from os import *"}])
+    assert judge.unanswered(found, gridstride) == []
+    assert judge.not_defined("clip_2d_kernel").startswith(
+        "Your notebook defines no `clip_2d_kernel`, a name the exercise asks for")

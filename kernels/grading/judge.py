@@ -61,6 +61,26 @@ def inspect_answer(found, names):
     return ""
 
 
+def not_defined(name, errors=()):
+    """The report of an exercise whose `name` the notebook does not define; `errors`:
+    those of the statements the answer process ran for it."""
+    why = (" Running the statements it needs raised: " + "; ".join(errors[:3]) + "."
+           if errors else "")
+    return (f"Your notebook defines no `{name}`, a name the exercise asks for (check its "
+            "spelling, and that it is defined at the top level of a cell: by a def, an "
+            "import or an assignment)." + why)
+
+
+def unanswered(found, exercises):
+    """The `exercises` whose names no statement of the notebook (`found`) binds: the
+    answer process would run nothing for them (kernels.grading.answers.load runs what
+    extract.needed finds) and find none of their names, so the judge starts none: a
+    student who skipped half the exercises costs half the processes."""
+    from kernels.grading import extract
+
+    return [ex for ex in exercises if not extract.needed(found, ex.names)]
+
+
 def limits_reached(report):
     """Mark each failed case of `report` whose error is one that the sandbox's limits
     raise (a thread that could not start, memory refused) as the grader's limit: the
@@ -100,11 +120,7 @@ def check(exercise, answer, found=None, certifier=None, compiler=None):
         return False, f"The grader could not load your `{name}`: {err}", \
             "the answer process did not start"
     if missing:
-        why = (" Running the statements it needs raised: " + "; ".join(errors[:3]) + "."
-               if errors else "")
-        return False, (f"Your notebook defines no `{missing[0]}`, a name the exercise asks "
-                       "for (check its spelling, and that it is defined at the top level "
-                       "of a cell: by a def, an import or an assignment)." + why), ""
+        return False, not_defined(missing[0], errors), ""
     if certifier is not None:
         try:
             missing, _ = certifier.missing()
@@ -172,14 +188,21 @@ def main():
         return Answer(starter(dict(task, gpu_target=gpu_target)), names,
                       job["sandboxed"]).begin()
 
+    def write(label, passed, report, flag):
+        out.write(json.dumps({"label": label, "passed": bool(passed), "report": report,
+                              "flag": flag}) + "\n")
+        out.flush()
+
     exercises = [registry.EXERCISES[label] for label in job["labels"]]
+    skipped = unanswered(found, exercises)
+    exercises_run = [ex for ex in exercises if ex not in skipped]
     # The kernels whose definitions run no code of the student's share one process: the
     # others get a fresh one each, started one ahead. On the simulator, one process
     # compiles those kernels for a GPU, and also the kernels that host functions
     # launched, each made again there from its description (kernels.grading.compiled);
     # without kernel exercises, one into which nothing of the notebook is loaded does:
     # no code of the student's runs where a kernel is compiled.
-    shareable = [ex for ex in exercises
+    shareable = [ex for ex in exercises_run
                  if ex.kernel and not kernel_definition(found, ex.names)
                  and not inspect_answer(found, ex.names)]
     names = [n for ex in shareable for n in ex.names]
@@ -188,7 +211,7 @@ def main():
     shared = processes(names, True) if shareable else None
     certifier = (processes(names, True, gpu_target=True)
                  if kernels.SIMULATOR and names else None)
-    own = [ex for ex in exercises if ex not in shareable]
+    own = [ex for ex in exercises_run if ex not in shareable]
     started = {}
     copier = []
 
@@ -210,6 +233,9 @@ def main():
     start_own(0)
     for exercise in exercises:
         label = exercise.label
+        if exercise in skipped:
+            write(label, False, not_defined(exercise.names[0]), "")
+            continue
         if exercise in shareable:
             answer = shared.of(exercise.names)
             kernel_certifier = certifier and certifier.of(exercise.names)
@@ -233,10 +259,7 @@ def main():
                 for process in processes_of:
                     if process is not None:
                         process.close()
-        passed, report, flag = result
-        out.write(json.dumps({"label": label, "passed": bool(passed), "report": report,
-                              "flag": flag}) + "\n")
-        out.flush()
+        write(label, *result)
     for process in (shared, certifier, *copier):
         if process is not None:
             process.close()
