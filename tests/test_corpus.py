@@ -1,7 +1,7 @@
 """Correct answers in other styles (tests/corpus) get full marks from the real grader.
 
 Each round of the corpus (the r-th answer of every exercise) is graded as students'
-notebooks, in two halves on the simulator (and, marked gpu, on a GPU). A correct
+notebooks, in two halves, on the machine's device (the simulator, or a GPU). A correct
 answer that scores 0 is a defect of a checker, the tracer or the judge: it is listed in
 REJECTED with why, and fails (strict xfail) once it is fixed, so that the entry goes.
 """
@@ -32,6 +32,10 @@ def failed(text):
 CASES = [(label, r) for r, group in enumerate(corpus.rounds()) for label, _, _ in group]
 
 
+# The verdicts are what this checks, not the grader's time: a limit per notebook far past
+# what a loaded machine needs (on the H100 machine, beside the whole suite, 420 s of
+# checking ran out for the last exercises of a round)
+TIMEOUT_S = 1800
 PARTS = 2  # notebooks per round: six notebooks keep two grading jobs busy, three did not
 
 
@@ -48,7 +52,7 @@ def graded(folder):
     # machine: graded one pair after another, the six did not finish in 380 s there)
     jobs = max(2, min(len(paths), len(os.sched_getaffinity(0)) // 2))
     rows, feedback = mutation_runs.run_grader(list(paths.values()), folder / "out", jobs=jobs,
-                                              timeout=600)
+                                              timeout=TIMEOUT_S)
     joined_rows, joined_feedback = {}, {}
     for (r, p), path in paths.items():
         row = rows[path.stem]  # a column of each exercise of its chapters: keep its own
@@ -97,12 +101,3 @@ def test_a_correct_answer_in_another_style_gets_full_marks(corpus_grades, label,
     style = corpus.answers()[label][round_][0]
     text = mutation_runs.section(feedback[f"corpus-{round_}"], label)
     assert row[label] == str(registry.EXERCISES[label].points), (style, failed(text))
-
-
-@pytest.mark.gpu
-def test_the_corpus_on_gpu(tmp_path):
-    rows, feedback = graded(tmp_path)
-    wrong = {(label, r): mutation_runs.section(feedback[f"corpus-{r}"], label)
-             for label, r in CASES
-             if rows[f"corpus-{r}"][label] != str(registry.EXERCISES[label].points)}
-    assert not wrong, wrong

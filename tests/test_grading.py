@@ -4,7 +4,7 @@ Two grading runs, shared by the tests below and started together (the simulator 
 both cores busy): the planted answers to all 22 exercises (correct, with a classic
 bug, computed on the host, the book's empty placeholders, with a race), and the
 broken or hostile grid-stride notebooks of tests/hostile.py with the book's own
-unsolved gridstride.ipynb. On a GPU, test_planted_on_gpu grades them there.
+unsolved gridstride.ipynb. On a GPU machine the same runs grade them on the GPU.
 """
 
 import concurrent.futures
@@ -29,6 +29,9 @@ from kernels.checks import races, registry
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 KINDS = ("correct", "buggy", "host", "empty")
 HOSTILE_TIMEOUT_S = 60
+# The planted answers' verdicts are what these tests check, not the grader's time: a
+# limit far past what a loaded machine needs (six notebooks took 150 s on two cores)
+PLANTED_TIMEOUT_S = 1800
 # The infinite loop and the hung kernel cost a part of theirs (the hung kernel's trace
 # waits out about half of the checking share): the other exercises' checks need the
 # rest even on a loaded machine
@@ -71,7 +74,8 @@ def grading_runs(tmp_path_factory):
     hostile_in = tmp_path_factory.mktemp("hostile")
     with concurrent.futures.ThreadPoolExecutor(2) as pool:
         yield {"planted": pool.submit(grade, planted_notebooks(planted_in, races=True),
-                                      planted_in / "out", "--jobs", "2"),
+                                      planted_in / "out", "--jobs", "2", "--timeout",
+                                      str(PLANTED_TIMEOUT_S), timeout=3 * PLANTED_TIMEOUT_S),
                "hostile": pool.submit(grade_hostile, hostile_in)}
 
 
@@ -246,17 +250,6 @@ def test_answers_that_use_introspection_are_not_graded_automatically(hostile_gra
     assert "reduction-ex-argmax" in rows["reads-expected-from-the-checkers-frame"]["flags"]
 
 
-@pytest.mark.gpu
-def test_cheats_on_gpu(tmp_path):
-    """The same cheats graded on a GPU (the answer processes run kernels there)."""
-    paths = [planted.write(nb, tmp_path / f"{name}.ipynb")
-             for name, (nb, _, _) in cheats.CASES.items()]
-    rows, feedback = grade(paths, tmp_path / "out", "--jobs", "2", timeout=3000)
-    for name in cheats.CASES:
-        assert rows[name]["device"] != "simulator"
-        check_cheat(rows, feedback, name)
-
-
 def test_an_unsolved_chapter_notebook_earns_nothing(hostile_grades):
     rows, feedback, *_ = hostile_grades
     row = rows["book-gridstride"]
@@ -278,19 +271,3 @@ def test_gradescope_results_follow_its_format(hostile_grades):
         assert test["status"] in ("passed", "failed")
         assert test["score"] == (test["max_score"] if test["status"] == "passed" else 0)
     assert "not valid JSON" in results["output"]
-
-
-@pytest.mark.gpu
-@pytest.mark.parametrize("kind", KINDS + ("races",))
-def test_planted_on_gpu(tmp_path, kind):
-    """On a GPU, one kind at a time (each fits a 10-minute run): every planted answer,
-    and the races that the simulator cannot show."""
-    path, = planted_notebooks(tmp_path, () if kind == "races" else (kind,), kind == "races")
-    rows, feedback = grade([path], tmp_path / "out", "--jobs", "1", timeout=3000)
-    row = rows[kind]
-    assert row["device"] != "simulator"
-    labels = planted.RACES if kind == "races" else registry.EXERCISES
-    expected = {label: "0" if kind == "races" else str(expected_points(kind, label))
-                for label in labels}
-    wrong = {label: row[label] for label in labels if row[label] != expected[label]}
-    assert not wrong, (kind, wrong, feedback[kind])
