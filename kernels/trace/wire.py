@@ -108,16 +108,31 @@ def _clocks(items):
     (table, thread, counter) in int32. Where threads take locks, every clock knows of
     most threads, and many clocks know the same: a trace of a few thousand lock-taking
     threads held millions of entries, most of them repeated."""
-    threads, tables = _Table(equal=True), _Table(equal=True)
-    grid = np.array([(c.grid, tables.number(frozenset(c.threads.items()))) for c in items],
-                    np.int64).reshape(-1, 2)
+    tables, first = _Table(equal=True), []  # each distinct table, as the first dict of it
+    grid = []
+    for c in items:
+        number = tables.number(frozenset(c.threads.items()))
+        if number == len(first):
+            first.append(c.threads)
+        grid.append((c.grid, number))
     blocks = [(n, *b, v) for n, c in enumerate(items) for b, v in c.blocks.items()]
-    entries = np.array([(n, threads.number(key), v) for n, table in enumerate(tables.items)
-                        for key, v in table], np.int64).reshape(-1, 3)
+    threads = {}  # every thread any table knows of, numbered in order of appearance
+    for table in first:
+        threads.update(dict.fromkeys(table))
+    position = {key: n for n, key in enumerate(threads)}.__getitem__
+    # column by column, in C loops: millions of entries where threads take locks
+    entries = np.zeros((sum(map(len, first)), 3), np.int64)
+    start = 0
+    for n, table in enumerate(first):
+        end = start + len(table)
+        entries[start:end, 0] = n
+        entries[start:end, 1] = np.fromiter(map(position, table), np.int64, len(table))
+        entries[start:end, 2] = np.fromiter(table.values(), np.int64, len(table))
+        start = end
     if len(entries) and (entries.max() >= 2**31 or entries.min() < -2**31):
         raise WireError("a clock's entry past 32 bits")
-    return (grid, np.array(blocks, np.int64).reshape(-1, 5),
-            np.array([(*b, t) for b, t in threads.items], np.int64).reshape(-1, 4),
+    return (np.array(grid, np.int64).reshape(-1, 2), np.array(blocks, np.int64).reshape(-1, 5),
+            np.array([(*b, t) for b, t in threads], np.int64).reshape(-1, 4),
             entries.astype(np.int32))
 
 
@@ -216,11 +231,16 @@ def _decode_clocks(clocks):
            and ((entries[:, 1] < len(threads))).all()
            and ((grid[:, 1] >= 0) & (grid[:, 1] <= count)).all(), "a clock's entry")
     keys = [((x, y, z), tid) for x, y, z, tid in threads.tolist()]
-    of_block, tables = [{} for _ in range(m)], [{} for _ in range(count + 1)]
+    of_block = [{} for _ in range(m)]
     for n, x, y, z, value in blocks.tolist():
         of_block[n][(x, y, z)] = value
-    for n, thread, value in entries.tolist():
-        tables[n][keys[thread]] = value
+    # each table's entries together (a stable sort: a repeated thread keeps its last
+    # value), each table built in C loops: millions of entries where threads take locks
+    entries = entries[np.argsort(entries[:, 0], kind="stable")]
+    bounds = np.searchsorted(entries[:, 0], np.arange(count + 2)).tolist()
+    thread_of, value_of, key = entries[:, 1].tolist(), entries[:, 2].tolist(), keys.__getitem__
+    tables = [dict(zip(map(key, thread_of[lo:hi]), value_of[lo:hi]))
+              for lo, hi in zip(bounds, bounds[1:])]
     return [Clock(g, of_block[n], tables[t])  # shared: a clock is never changed
             for n, (g, t) in enumerate(grid.tolist())]
 
