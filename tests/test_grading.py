@@ -32,6 +32,10 @@ HOSTILE_TIMEOUT_S = 60
 # The planted answers' verdicts are what these tests check, not the grader's time: a
 # limit far past what a loaded machine needs (six notebooks took 150 s on two cores)
 PLANTED_TIMEOUT_S = 1800
+# Grading jobs of each of the three runs below, by this machine's cores: on two (CI) the
+# runs' four jobs fill them; on the GPU machine's sixteen, one job each did not finish
+# the hostile run's 43 notebooks in nine minutes
+JOBS = max(1, len(os.sched_getaffinity(0)) // 4)
 # The infinite loop and the hung kernel cost a part of theirs (the hung kernel's trace
 # waits out about half of the checking share): the other exercises' checks need the
 # rest even on a loaded machine
@@ -74,7 +78,7 @@ def grading_runs(tmp_path_factory):
     hostile_in = tmp_path_factory.mktemp("hostile")
     with concurrent.futures.ThreadPoolExecutor(2) as pool:
         yield {"planted": pool.submit(grade, planted_notebooks(planted_in, races=True),
-                                      planted_in / "out", "--jobs", "2", "--timeout",
+                                      planted_in / "out", "--jobs", str(2 * JOBS), "--timeout",
                                       str(PLANTED_TIMEOUT_S), timeout=3 * PLANTED_TIMEOUT_S),
                "hostile": pool.submit(grade_hostile, hostile_in)}
 
@@ -164,7 +168,7 @@ def grade_hostile(folder):
     book.write_bytes((ROOT / "book" / "gridstride.ipynb").read_bytes())
     paths["rest"].append(book)
     with concurrent.futures.ThreadPoolExecutor(2) as pool:
-        runs = {run: pool.submit(grade, found, folder / f"out-{run}", "--jobs", "1",
+        runs = {run: pool.submit(grade, found, folder / f"out-{run}", "--jobs", str(JOBS),
                                  "--gradescope", "--timeout", str(
                                      WAITS_TIMEOUT_S if run == "waits" else HOSTILE_TIMEOUT_S))
                 for run, found in paths.items()}
