@@ -65,14 +65,12 @@ def group_by_shared_fixtures(items):
         for key in keys[1:]:
             parent[root(key)] = root(keys[0])
         shared[item] = keys
-    # the groups of the tests that read the built book (one a module: the build is one
-    # for all workers, so two workers share the run's last minutes) have names that the
+    # the group of the tests that read the built book has one name, which the
     # scheduler below knows
     book = {root(keys[0]) for item, keys in shared.items() if keys and _needs_book(item)}
     for item, keys in shared.items():
         if keys:
-            group = (f"{BOOK_GROUP}:{item.module.__name__}" if root(keys[0]) in book
-                     else root(keys[0]))
+            group = BOOK_GROUP if root(keys[0]) in book else root(keys[0])
             item.add_marker(pytest.mark.xdist_group(group))
 
 
@@ -90,13 +88,11 @@ def pytest_xdist_make_scheduler(config, log):
 
     class BookLast(LoadGroupScheduling):
         def _assign_work_unit(self, node):
-            book = [g for g in self.workqueue if g.startswith(BOOK_GROUP + ":")]
-            if book and len(self.workqueue) > len(book):
+            if BOOK_GROUP in self.workqueue and len(self.workqueue) > 1:
                 # next once built; while it builds, after the rest (a worker waits for
                 # it only when nothing else is left)
                 built = (_book_folder(config) / "rc").exists()
-                for group in book:
-                    self.workqueue.move_to_end(group, last=not built)
+                self.workqueue.move_to_end(BOOK_GROUP, last=not built)
             super()._assign_work_unit(node)
 
     return BookLast(config, log)
