@@ -135,3 +135,41 @@ def test_an_exercise_the_notebook_does_not_answer_gets_no_answer_process():
     assert judge.unanswered(found, gridstride) == []
     assert judge.not_defined("clip_2d_kernel").startswith(
         "Your notebook defines no `clip_2d_kernel`, a name the exercise asks for")
+
+
+BINDINGS = [  # ways a notebook binds (or seems to bind) an exercise's name
+    "reverse_inplace_kernel = saxpy_kernel",
+    "(reverse_inplace_kernel := saxpy_kernel)",
+    "for reverse_inplace_kernel in [saxpy_kernel]:\n    pass",
+    "import math as reverse_inplace_kernel",
+    "from math import sqrt as reverse_inplace_kernel",
+    "with open(__file__ if '__file__' in dir() else '/dev/null') as reverse_inplace_kernel:\n"
+    "    pass",
+    "try:\n    1 / 0\nexcept ZeroDivisionError as reverse_inplace_kernel:\n    keep = 1",
+    "globals()['reverse_inplace_kernel'] = saxpy_kernel",
+    "exec('reverse_inplace_kernel = saxpy_kernel')",
+    "def make():\n    global reverse_inplace_kernel\n    reverse_inplace_kernel = 1\nmake()",
+    "class reverse_inplace_kernel:\n    pass",
+    "reverse_inplace_kernel = 1\ndel reverse_inplace_kernel",
+    "if False:\n    reverse_inplace_kernel = saxpy_kernel",
+    "from os.path import *",
+]
+
+
+@pytest.mark.parametrize("binding", BINDINGS)
+def test_an_exercise_skipped_as_unanswered_is_one_its_answer_process_finds_missing(binding):
+    """The judge's skip (unanswered) never costs an answer its grade: wherever it skips an
+    exercise, loading the notebook as the answer process does finds its names missing."""
+    from kernels.checks import registry
+    from kernels.grading import answers, extract
+
+    cells = [{"cell_type": "code", "source": s} for s in (
+        "from numba import cuda\n\n@cuda.jit\ndef saxpy_kernel(a, x, y, out):\n    pass\n",
+        binding)]
+    found, _ = extract.statements(cells)
+    for ex in registry.EXERCISES.values():
+        if ex in judge.unanswered(found, [ex]):
+            namespace, _ = answers.load({"cells": cells}, list(ex.names), ex.kernel)
+            assert not set(ex.names) & set(namespace), (ex.label, binding)
+    if binding.startswith("from os.path import *"):  # it could bind anything: not skipped
+        assert not judge.unanswered(found, list(registry.EXERCISES.values()))
