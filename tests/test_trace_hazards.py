@@ -202,6 +202,24 @@ def test_a_trace_that_grows_too_large_spinning_on_a_lock_says_the_lock_never_cam
     assert trace.hazards.stuck_lock(t.launches[0]) == ""
 
 
+def test_spins_while_locks_are_taken_and_freed_are_no_stuck_lock():
+    """Slow under contention is not stuck: where the last accesses are mostly tries on
+    the locks, but locks were taken and freed among them, no lock is blamed."""
+    import dataclasses
+
+    from kernels.solutions import mutex as solution
+
+    keys = np.zeros(500, np.int32)  # one bin: one lock for every thread
+    launch = trace.run(solution.bin_product, keys, np.ones(500, np.float32), 1).launches[0]
+    tries = [a for a in launch.accesses if a.kind == "atomic" and a.array == "locks"]
+    assert len(tries) > 100 and len(launch.lock_events) > 10
+    spinning = dataclasses.replace(launch, accesses=tries)  # the tail: tries alone
+    assert trace.hazards.stuck_lock(spinning) == ""
+    spinning.lock_events = []  # the same tries, none taking or freeing one: stuck
+    assert "the locks in locks never became free" in trace.hazards.stuck_lock(spinning)
+
+
+
 @cuda.jit
 def _flag_set(x, found, value_of_index):
     i = cuda.grid(1)

@@ -237,8 +237,12 @@ LOCK_OPS = ("cas", "compare_and_swap", "exch")
 def stuck_lock(launch):
     """Where the recording of `launch` grew too large: in words, the locks its threads
     were spinning on (most of its last accesses were to elements of one array that they
-    compare-and-swapped, and none came free), or "" if it was doing something else."""
+    compare-and-swapped, and none was taken or freed meanwhile), or "" if it was doing
+    something else."""
     tail = launch.accesses[-SPIN_WINDOW:]
+    inside = {id(a) for a in tail}
+    if any(id(a) in inside for _, a, _ in launch.lock_events[-SPIN_WINDOW:]):
+        return ""  # a lock was taken or freed meanwhile: slow under contention, not stuck
     tried = {(a.array, a.index) for a in tail if a.kind == "atomic" and a.op in LOCK_OPS}
     spins = collections.Counter((a.array, a.index) for a in tail
                                 if (a.array, a.index) in tried)
@@ -250,7 +254,8 @@ def stuck_lock(launch):
         return ""
     return (f"the locks in {array} never became free ({array}[{index_text(index)}] among "
             f"them): {n:,} of the last {len(tail):,} accesses of {launch.kernel} were "
-            "threads trying to take one, until the tracer's limit on accesses stopped them. "
+            "threads trying to take one, and none was taken or freed, until the tracer's "
+            "limit on accesses stopped them. "
             "Most likely they were never set to 0 before the launch (cuda.device_array "
             "leaves memory as it was; cuda.to_device(np.zeros(n, np.int32)) is zeroed), or "
             "a thread that took one never released it")
