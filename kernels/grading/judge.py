@@ -6,8 +6,9 @@ package. The judge draws a secret for this grading run (kernels.checks.core.SECR
 that every case's inputs are new to the notebook, and then, for each exercise, calls the
 exercise's checker on an `Answer` (kernels.grading.stand_in): a stand-in for the
 student's function, which lives in an answer process of its own (kernels.grading.answers,
-in the sandbox, a fresh one per exercise). The checker builds the cases, the references and the tolerances here, sends
-each case's inputs to the answer process as plain data (kernels.grading.channel), gets
+in the sandbox, a fresh one per exercise; none for an exercise whose names no statement
+of the notebook binds: `unanswered`). The checker builds the cases, the references and
+the tolerances here, sends each case's inputs to the answer process as plain data (kernels.grading.channel), gets
 the outputs and the launches back (and a race case's trace, kernels.trace.wire), and
 compares (and finds the races) here. So the notebook's code never
 shares a process with anything that decides its grade: not the cases, not the
