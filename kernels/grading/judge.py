@@ -8,10 +8,10 @@ exercise's checker on an `Answer` (kernels.grading.stand_in): a stand-in for the
 student's function, which lives in an answer process of its own (kernels.grading.answers,
 in the sandbox, a fresh one per exercise; none for an exercise whose names no statement
 of the notebook binds: `unanswered`). The checker builds the cases, the references and
-the tolerances here, sends each case's inputs to the answer process as plain data (kernels.grading.channel), gets
-the outputs and the launches back (and a race case's trace, kernels.trace.wire), and
-compares (and finds the races) here. So the notebook's code never
-shares a process with anything that decides its grade: not the cases, not the
+the tolerances here, sends each case's inputs to the answer process as plain data
+(kernels.grading.channel), gets the outputs and the launches back (and a race case's
+trace, kernels.trace.wire), and compares (and finds the races) here. So the notebook's
+code never shares a process with anything that decides its grade: not the cases, not the
 comparison, not NumPy's comparison functions, not the registry, not the report, and not
 the way results reach the runner, which is this process's own stdout.
 
