@@ -28,15 +28,22 @@ def _add_under_lock(x, lock, total, retry):
                 done = True  # tried once, and gave up: its value is lost
 
 
+@cuda.jit(device=True)
+def _block_share(x):
+    """The sum of the elements of x that this block's threads index (thread 0 adds them)."""
+    part = 0
+    for i in range(cuda.blockIdx.x * cuda.blockDim.x,
+                   min(x.size, (cuda.blockIdx.x + 1) * cuda.blockDim.x)):
+        part += x[i]
+    return part
+
+
 @cuda.jit
 def _block_sums_under_exch_lock(x, lock, total, retry):
     """Thread 0 of each block adds its block's share under a test-and-set lock taken
     with exchange and released with exchange."""
     if cuda.threadIdx.x == 0:
-        part = 0
-        for i in range(cuda.blockIdx.x * cuda.blockDim.x,
-                       min(x.size, (cuda.blockIdx.x + 1) * cuda.blockDim.x)):
-            part += x[i]
+        part = _block_share(x)
         done = False
         while not done:
             if cuda.atomic.exch(lock, 0, 1) == 0:
@@ -211,10 +218,7 @@ def _block_sums_checking_first(x, lock, total, check_with_an_atomic):
     an atomic add of 0, and only then tries compare-and-swap (test and test-and-set):
     it makes no failing compare-and-swap while it waits."""
     if cuda.threadIdx.x == 0:
-        part = 0
-        for i in range(cuda.blockIdx.x * cuda.blockDim.x,
-                       min(x.size, (cuda.blockIdx.x + 1) * cuda.blockDim.x)):
-            part += x[i]
+        part = _block_share(x)
         done = False
         while not done:
             free = (cuda.atomic.add(lock, 0, 0) if check_with_an_atomic else lock[0]) == 0
