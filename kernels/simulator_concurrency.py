@@ -127,6 +127,15 @@ def _finds_it_taken(name, args, taken):
     return True
 
 
+def element_address(ary, index):
+    """The byte address of ary[index] (an int or a tuple of ints; a negative one counts
+    from the end, as NumPy does): one lock, however its index is written."""
+    if not isinstance(index, tuple):
+        index = (index,)
+    return ary.__array_interface__["data"][0] + sum(
+        (int(i) % n if i < 0 else int(i)) * s for i, n, s in zip(index, ary.shape, ary.strides))
+
+
 def _contended(op, name):
     """Numba's atomic `name`, with late releases (module docstring)."""
     def atomic(self, array, *args):
@@ -136,8 +145,7 @@ def _contended(op, name):
         index = (0,) * ary.ndim if name == "compare_and_swap" else args[0]
         if not isinstance(index, tuple):
             index = (index,)
-        address = ary.__array_interface__["data"][0] + sum(
-            int(i) * s for i, s in zip(index, ary.strides))
+        address = element_address(ary, index)
         with _ATOMICS:
             late = _LOCKS["late"].get(address)
             if late is not None:

@@ -15,7 +15,8 @@ from numba.cuda.simulator.cudadrv import devicearray, devices, driver
 from kernels import simulator
 from kernels.trace import blocks, hazards
 from kernels.trace.model import LockNeverFree, NothingLaunched, Trace, TraceError, TraceTooLarge
-from kernels.trace.record import Recorder, element_address, incremented, read_from
+from kernels.simulator_concurrency import element_address
+from kernels.trace.record import Recorder, incremented, read_from
 
 _active = None  # the Recorder of the recording in progress, if any
 

@@ -31,6 +31,7 @@ from numba.cuda.simulator.cudadrv import devicearray
 from numba.np import numpy_support
 
 from kernels import simulator, simulator_concurrency
+from kernels.simulator_concurrency import element_address
 from kernels.trace import blocks
 from kernels.trace.model import HOST, Access, Launch, Operation, TraceError, TraceTooLarge
 from kernels.trace.order import Sync
@@ -364,14 +365,6 @@ class Recorder:
             self._launch.arrays.setdefault(name, {"space": "shared", "shape": ary.shape,
                                                   "dtype": ary.dtype})
         return devicearray.FakeWithinKernelCUDAArray(devicearray.FakeCUDAArray(ary))
-
-
-def element_address(ary, index):
-    """The byte address of ary[index] (an int or a tuple of ints)."""
-    if not isinstance(index, tuple):
-        index = (index,)
-    return ary.__array_interface__["data"][0] + sum(
-        (int(i) % n if i < 0 else int(i)) * s for i, n, s in zip(index, ary.shape, ary.strides))
 
 
 def _narrow(ary):
