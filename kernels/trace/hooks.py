@@ -13,9 +13,9 @@ from numba.cuda.simulator import api, kernel, kernelapi
 from numba.cuda.simulator.cudadrv import devicearray, devices, driver
 
 from kernels import simulator
+from kernels.simulator_concurrency import element_address
 from kernels.trace import blocks, hazards
 from kernels.trace.model import LockNeverFree, NothingLaunched, Trace, TraceError, TraceTooLarge
-from kernels.simulator_concurrency import element_address
 from kernels.trace.record import Recorder, incremented, read_from
 
 _active = None  # the Recorder of the recording in progress, if any
