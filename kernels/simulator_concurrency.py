@@ -127,6 +127,21 @@ def _finds_it_taken(name, args, taken):
     return True
 
 
+def yield_if_spinning(name, args, old):
+    """End this thread's turn if atomic `name` with `args`, which read `old`, was a try
+    that found a lock taken (a compare-and-swap that did not swap, an exchange that
+    stored what was there). Python runs one thread at a time and switches every few
+    milliseconds: without this, each thread that waits for a lock spends its whole turn
+    on tries while the holder waits for its own turn to release it (hundreds of tries,
+    each an access the tracer records, per release)."""
+    if name in ("cas", "compare_and_swap"):
+        taken = old != args[-2]
+    else:
+        taken = name == "exch" and old == args[-1]
+    if taken:
+        time.sleep(0)
+
+
 def element_address(ary, index):
     """The byte address of ary[index] (an int or a tuple of ints; a negative one counts
     from the end, as NumPy does): one lock, however its index is written."""
@@ -141,6 +156,12 @@ def _contended(op, name):
     def atomic(self, array, *args):
         if not hasattr(threading.current_thread(), "threadIdx"):  # not a CUDA thread
             return op(self, array, *args)
+        loaded = late_or_now(self, array, *args)
+        if _LOCKS["left"] is not None:  # (in a trace, the tracer's hook yields, unlocked)
+            yield_if_spinning(name, args, loaded)
+        return loaded
+
+    def late_or_now(self, array, *args):
         ary = _ndarray(array)
         index = (0,) * ary.ndim if name == "compare_and_swap" else args[0]
         if not isinstance(index, tuple):

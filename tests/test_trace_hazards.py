@@ -9,6 +9,7 @@ from numba import cuda
 
 import kernels
 from kernels import atomics, cooperative, mutex, reduction, streams, trace
+from kernels.trace import hazards
 
 pytestmark = pytest.mark.skipif(not kernels.SIMULATOR, reason="records on the simulator")
 
@@ -273,3 +274,104 @@ def test_a_block_scoped_fence_orders_a_lock_within_its_block_only():
     assert trace.races(traced(True)) == []
     across = trace.races(traced(False))
     assert across and all(r.first.block != r.second.block for r in across)
+
+
+@cuda.jit
+def _read_between_two_writes(x, out):
+    """Thread 0 writes x[0]; after a barrier thread 1 reads it; thread 0 writes it again
+    with no barrier between that read and the second write: a race."""
+    if cuda.threadIdx.x == 0:
+        x[0] = 1.0
+    cuda.syncthreads()
+    if cuda.threadIdx.x == 1:
+        out[0] = x[0]
+    if cuda.threadIdx.x == 0:
+        x[0] = 2.0  # WRONG on purpose: thread 1 may not have read it yet
+
+
+@cuda.jit
+def _a_later_write_at_an_earlier_line(x):
+    """Thread 0 writes x[0] (second branch), thread 1 after the barrier, then thread 0
+    again from the loop's first branch, a line above, with no barrier since thread 1's
+    write: a race that only the order in which the writes ran shows."""
+    for k in range(2):
+        if cuda.threadIdx.x == 0 and k == 1:
+            x[0] = 3.0  # WRONG on purpose: thread 1 wrote it since the last barrier
+        if cuda.threadIdx.x == 0 and k == 0:
+            x[0] = 1.0
+        cuda.syncthreads()
+        if cuda.threadIdx.x == 1 and k == 0:
+            x[0] = 2.0
+
+
+def _pairwise_races(t, monkeypatch):
+    """trace.races(t) found by the pairwise search alone, without hazards._all_ordered."""
+    with monkeypatch.context() as m:
+        m.setattr(hazards, "_all_ordered", lambda accesses: False)
+        return trace.races(t)
+
+
+def test_the_ordered_shortcut_finds_the_race_a_read_makes_with_a_later_write(monkeypatch):
+    """The shortcut checks each write against the reads since the last write, not only
+    against that write: here the second write follows the first in its own thread."""
+    t = trace.launch(_read_between_two_writes, (1, 4), np.zeros(1), np.zeros(1))
+    found = trace.races(t)
+    assert [(r.array, r.first.kind, r.second.kind) for r in found] == [("x", "write", "read")]
+    assert found == _pairwise_races(t, monkeypatch)
+
+
+def test_the_ordered_shortcut_reads_a_thread_s_accesses_in_the_order_they_ran(monkeypatch):
+    """Program order is the order the accesses ran, not the order of their lines."""
+    t = trace.launch(_a_later_write_at_an_earlier_line, (1, 2), np.zeros(1))
+    found = trace.races(t)
+    assert [(r.array, r.first.kind, r.second.kind) for r in found] == [("x", "write", "write")]
+    assert found == _pairwise_races(t, monkeypatch)
+
+
+def _traces(rng):
+    """Traces of the course's kernels, with and without races: barriers, atomics, locks
+    taken in turns by thousands of tries, grid barriers and shared memory."""
+    a = rng.integers(-100, 100, 300).astype(np.int32)
+    x = rng.random(300, dtype=np.float32)
+    m = np.zeros((4, 40), np.int32)
+    m[0] = rng.integers(0, 100, 40)
+    flags = rng.integers(-3, 4, 100).astype(np.int64)
+    yield trace.run(reduction.sum_tree_no_syncthreads, a, blocks=1)
+    yield trace.run(reduction.sum_shared_tree, a, blocks=2)
+    yield trace.run(atomics.increment_racy, np.zeros(1, np.int64))
+    yield trace.run(mutex.add_one_mutex, 4, 8)
+    yield trace.run(mutex.dot_mutex, x, x, blocks=2, threads=64)
+    yield trace.run(mutex.dot_mutex_tid_plus_one, x, x, blocks=2, threads=64)
+    yield trace.run(cooperative.rows_syncthreads, m.copy(), blocks=3, threads=16)
+    yield trace.run(cooperative.rows_grid_sync, m.copy(), threads=16)
+    for value_of_index in (False, True):
+        yield trace.launch(_flag_set, (4, 32), flags, np.zeros(1, np.int64), value_of_index)
+    for kernel in (add_under_a_lock_without_fences_kernel, fence_only_after_taking_the_lock_kernel):
+        yield trace.launch(kernel, (3, 2), np.zeros(1), np.zeros(1, np.int32))
+    yield trace.launch(_read_between_two_writes, (1, 4), np.zeros(1), np.zeros(1))
+    yield trace.launch(_a_later_write_at_an_earlier_line, (1, 2), np.zeros(1))
+
+
+def test_the_ordered_shortcut_changes_no_verdict(rng, monkeypatch):
+    """hazards._all_ordered only skips the pairwise search where it would find nothing:
+    on every element of every trace, where it says all is ordered the search finds no
+    race, and the races found (which pair, in which words) are the search's own."""
+    shortcuts = searched = 0
+    for t in _traces(rng):
+        for launch in t.launches:
+            by_element = {}
+            for a in launch.accesses:
+                by_element.setdefault((a.array, a.block if a.space == "shared" else None,
+                                       a.index), []).append(a)
+            for accesses in by_element.values():
+                accesses.sort(key=hazards._by_thread)
+                if hazards._all_ordered(accesses):
+                    shortcuts += 1
+                    with monkeypatch.context() as m:
+                        m.setattr(hazards, "_all_ordered", lambda accesses: False)
+                        assert hazards._first_race(accesses) is None
+                else:
+                    searched += 1
+        assert [r.describe() for r in trace.races(t)] == \
+            [r.describe() for r in _pairwise_races(t, monkeypatch)]
+    assert shortcuts > 100 and searched > 100  # both ways taken, many times

@@ -102,7 +102,7 @@ def _by_thread(a):
 
 def _first_race(accesses):
     writes = [a for a in accesses if a.kind != "read"]
-    if not writes or all(a.kind == "atomic" for a in accesses):
+    if not writes or all(a.kind == "atomic" for a in accesses) or _all_ordered(accesses):
         return None
     atomics = _atomics_by_thread(accesses)
     plain = [a for a in accesses if a.kind != "atomic"]  # all an atomic can race with
@@ -111,6 +111,33 @@ def _first_race(accesses):
             if _conflict(w, o, atomics):
                 return w, o
     return None
+
+
+def _all_ordered(accesses):
+    """Whether every two accesses to one element, of different threads and at least one
+    of them a write or an atomic, are ordered (kernels.trace.order): then none races, and
+    the pairwise search (quadratic: thousands of threads take turns at one bin) need not
+    run. Read in the order the accesses ran, each is checked against the last write (or
+    atomic) before it, and each write also against the reads since that one: every other
+    pair follows, as the order is transitive (a clock knows all its thread knew before,
+    and what every clock it joined knew). Where a check fails, or an access has no clock,
+    the pairwise search decides."""
+    last, reads = None, []
+    for c in sorted(accesses, key=lambda a: a.seq):
+        if c.clock is None or (last is not None and not _follows(last, c)):
+            return False
+        if c.kind == "read":
+            reads.append(c)
+        elif all(_follows(r, c) for r in reads):
+            last, reads = c, []
+        else:
+            return False
+    return True
+
+
+def _follows(a, b):
+    """b comes after a (which ran first) in their thread, or a happens before b."""
+    return (a.tid == b.tid and a.block == b.block) or order.happens_before(a, b)
 
 
 def conflict(a, b, accesses=()):

@@ -13,7 +13,7 @@ from numba.cuda.simulator import api, kernel, kernelapi
 from numba.cuda.simulator.cudadrv import devicearray, devices, driver
 
 from kernels import simulator
-from kernels.simulator_concurrency import element_address
+from kernels.simulator_concurrency import element_address, yield_if_spinning
 from kernels.trace import blocks, hazards
 from kernels.trace.model import LockNeverFree, NothingLaunched, Trace, TraceError, TraceTooLarge
 from kernels.trace.record import Recorder, incremented, read_from
@@ -58,6 +58,7 @@ def _patches(rec):
                     thread._quiet = False
 
             old = rec.sync.atomic(thread, address, releases, run)
+            yield_if_spinning(name, args, old)
             change = _track_lock(thread, name, address, args, old)
             if change:
                 rec.lock_changed(thread, change)

@@ -51,7 +51,16 @@ EMPTY = Clock()
 
 
 def join(*clocks):
-    """The least clock that knows everything each of `clocks` knows."""
+    """The least clock that knows everything each of `clocks` knows: one of them, not a
+    copy, where the others are empty or that same clock (a thread that spins on a lock
+    joins what the lock released into what it already holds, at every try)."""
+    distinct = []
+    for c in clocks:
+        if c is not EMPTY and not any(c is d for d in distinct):
+            distinct.append(c)
+    if len(distinct) < 2:
+        return distinct[0] if distinct else EMPTY
+    clocks = distinct
     grid = max(c.grid for c in clocks)
     blocks, threads = {}, {}
     for c in clocks:
