@@ -17,7 +17,9 @@ ends. An atomic that would act on the taken value as a new one (a compare-and-sw
 expecting it) runs after the release lands; an added or subtracted release composes
 with what came in between. A lock that retries until it gets it waits a little longer;
 one that gives up loses its update, as on a GPU. Not in a trace (the tracer orders a
-lock's accesses by its fences, not by timing).
+lock's accesses by its fences, not by timing). In both, a try that finds a lock taken
+ends its thread's turn (yield_if_spinning), so that the holder runs soon, as on a GPU
+where it runs at once.
 
 Mapped memory (cuda.mapped_array) is host memory a kernel writes into directly: what a
 kernel wrote there (on any stream: a launch is asynchronous), the host sees when it
@@ -55,9 +57,9 @@ DEFERRED_RELEASES = 2  # per block and array of locks, the lock releases that la
 TRIES = 4  # the atomics on the lock that find it taken before such a release lands
 LATE_S = 0.02  # or this long after it, for threads that wait with plain reads
 # left: an array of locks's address -> its releases this block may still make late (None:
-# none, in a trace); held: a lock's address -> its value when free; late: a lock's
-# address -> _Late
-_LOCKS = {"left": None, "held": {}, "late": {}}
+# none, in a trace); held: a lock's address -> its value when free; holder: a lock's
+# address -> the thread that took it; late: a lock's address -> _Late
+_LOCKS = {"left": None, "held": {}, "holder": {}, "late": {}}
 _ATOMICS = threading.Lock()
 _ABSOLUTE = ("cas", "compare_and_swap", "exch")  # a release that stores the free value
 
@@ -91,6 +93,7 @@ def launch_ends():
             late.land()
         _LOCKS["late"].clear()
         _LOCKS["held"].clear()
+        _LOCKS["holder"].clear()
 
 
 def _landing():
@@ -127,18 +130,22 @@ def _finds_it_taken(name, args, taken):
     return True
 
 
-def yield_if_spinning(name, args, old):
-    """End this thread's turn if atomic `name` with `args`, which read `old`, was a try
-    that found a lock taken (a compare-and-swap that did not swap, an exchange that
-    stored what was there). Python runs one thread at a time and switches every few
-    milliseconds: without this, each thread that waits for a lock spends its whole turn
-    on tries while the holder waits for its own turn to release it (hundreds of tries,
-    each an access the tracer records, per release)."""
+def yield_if_spinning(name, args, old, address):
+    """End this thread's turn if atomic `name` with `args` on `address`, which read
+    `old`, was a try that found the lock taken (a compare-and-swap that did not swap,
+    an exchange that stored what was there) by a thread that can run on. Python runs one
+    thread at a time and switches every few milliseconds: without this, each thread
+    that waits for a lock spends its whole turn on tries while the holder waits for its
+    own turn to release it (hundreds of tries, each an access the tracer records, per
+    release). A holder that ended, or waits at a barrier, releases nothing while the
+    others wait: they spin on without giving up their turns, to their limit."""
     if name in ("cas", "compare_and_swap"):
         taken = old != args[-2]
     else:
         taken = name == "exch" and old == args[-1]
-    if taken:
+    holder = _LOCKS["holder"].get(address) if taken else None
+    if holder is not None and holder.is_alive() and not getattr(
+            holder, "syncthreads_blocked", False):
         time.sleep(0)
 
 
@@ -156,17 +163,17 @@ def _contended(op, name):
     def atomic(self, array, *args):
         if not hasattr(threading.current_thread(), "threadIdx"):  # not a CUDA thread
             return op(self, array, *args)
-        loaded = late_or_now(self, array, *args)
-        if _LOCKS["left"] is not None:  # (in a trace, the tracer's hook yields, unlocked)
-            yield_if_spinning(name, args, loaded)
-        return loaded
-
-    def late_or_now(self, array, *args):
         ary = _ndarray(array)
         index = (0,) * ary.ndim if name == "compare_and_swap" else args[0]
         if not isinstance(index, tuple):
             index = (index,)
         address = element_address(ary, index)
+        loaded = late_or_now(self, array, ary, index, address, *args)
+        if _LOCKS["left"] is not None:  # (in a trace, the tracer's hook yields, unlocked)
+            yield_if_spinning(name, args, loaded, address)
+        return loaded
+
+    def late_or_now(self, array, ary, index, address, *args):
         with _ATOMICS:
             late = _LOCKS["late"].get(address)
             if late is not None:
@@ -184,8 +191,10 @@ def _contended(op, name):
             now = ary[index]
             if loaded != now and address not in _LOCKS["held"]:  # taken
                 _LOCKS["held"][address] = loaded
+                _LOCKS["holder"][address] = threading.current_thread()
             elif loaded != now and now == _LOCKS["held"][address]:  # released
                 del _LOCKS["held"][address]
+                _LOCKS["holder"].pop(address, None)
                 left = _LOCKS["left"]
                 base = ary.__array_interface__["data"][0]
                 if left is not None and left.setdefault(base, DEFERRED_RELEASES) > 0:

@@ -58,7 +58,7 @@ def _patches(rec):
                     thread._quiet = False
 
             old = rec.sync.atomic(thread, address, releases, run)
-            yield_if_spinning(name, args, old)
+            yield_if_spinning(name, args, old, address)
             change = _track_lock(thread, name, address, args, old)
             if change:
                 rec.lock_changed(thread, change)
