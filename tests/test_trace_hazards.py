@@ -304,6 +304,27 @@ def _a_later_write_at_an_earlier_line(x):
             x[0] = 2.0
 
 
+@cuda.jit
+def _leaves_before_the_barrier(x, flag):
+    """Block 0's thread 0 writes x[0] and publishes it; block 1's thread 1 acquires it,
+    writes x[0] and leaves before the barrier its block's thread 0 waits at, then writes
+    x[0]: thread 0 knows thread 1's write by the barrier's epoch, but not block 0's,
+    which only thread 1 knew of (a race)."""
+    if cuda.blockIdx.x == 0:
+        if cuda.threadIdx.x == 0:
+            x[0] = 1
+            cuda.threadfence()
+            cuda.atomic.exch(flag, 0, 1)
+        return
+    if cuda.threadIdx.x == 1:
+        cuda.atomic.add(flag, 0, 0)
+        cuda.threadfence()
+        x[0] = 2
+        return
+    cuda.syncthreads()
+    x[0] = 3  # WRONG on purpose: nothing orders it after block 0's write
+
+
 def _pairwise_races(t, monkeypatch):
     """trace.races(t) found by the pairwise search alone, without hazards._all_ordered."""
     with monkeypatch.context() as m:
@@ -325,6 +346,17 @@ def test_the_ordered_shortcut_reads_a_thread_s_accesses_in_the_order_they_ran(mo
     t = trace.launch(_a_later_write_at_an_earlier_line, (1, 2), np.zeros(1))
     found = trace.races(t)
     assert [(r.array, r.first.kind, r.second.kind) for r in found] == [("x", "write", "write")]
+    assert found == _pairwise_races(t, monkeypatch)
+
+
+def test_the_ordered_shortcut_does_not_chain_through_a_barrier_a_thread_left(monkeypatch):
+    """A block barrier's epoch stands for the threads that arrived at it: knowledge that a
+    thread which left before it held does not pass through it (found by an outside
+    review of the shortcut)."""
+    t = trace.launch(_leaves_before_the_barrier, (2, 2), np.zeros(1, np.int32),
+                     np.zeros(1, np.int32))
+    found = trace.races(t)
+    assert [(r.first.block[0], r.second.block[0]) for r in found] == [(0, 1)]
     assert found == _pairwise_races(t, monkeypatch)
 
 
@@ -350,6 +382,8 @@ def _traces(rng):
         yield trace.launch(kernel, (3, 2), np.zeros(1), np.zeros(1, np.int32))
     yield trace.launch(_read_between_two_writes, (1, 4), np.zeros(1), np.zeros(1))
     yield trace.launch(_a_later_write_at_an_earlier_line, (1, 2), np.zeros(1))
+    yield trace.launch(_leaves_before_the_barrier, (2, 2), np.zeros(1, np.int32),
+                       np.zeros(1, np.int32))
 
 
 def test_the_ordered_shortcut_changes_no_verdict(rng, monkeypatch):

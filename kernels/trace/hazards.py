@@ -119,9 +119,10 @@ def _all_ordered(accesses):
     the pairwise search (quadratic: thousands of threads take turns at one bin) need not
     run. Read in the order the accesses ran, each is checked against the last write (or
     atomic) before it, and each write also against the reads since that one: every other
-    pair follows, as the order is transitive (a clock knows all its thread knew before,
-    and what every clock it joined knew). Where a check fails, or an access has no clock,
-    the pairwise search decides."""
+    pair follows, as the order checked is transitive (a clock knows all its thread knew
+    before, and what every clock it joined knew; a block barrier's epoch is not used, as
+    a thread that left before the barrier is not in it). Where a check fails, or an
+    access has no clock, the pairwise search decides."""
     last, reads = None, []
     for c in sorted(accesses, key=lambda a: a.seq):
         if c.clock is None or (last is not None and not _follows(last, c)):
@@ -136,8 +137,9 @@ def _all_ordered(accesses):
 
 
 def _follows(a, b):
-    """b comes after a (which ran first) in their thread, or a happens before b."""
-    return (a.tid == b.tid and a.block == b.block) or order.happens_before(a, b)
+    """b comes after a (which ran first) in their thread, or a happens before b by an
+    order that composes (order.known_through_releases)."""
+    return (a.tid == b.tid and a.block == b.block) or order.known_through_releases(a, b)
 
 
 def conflict(a, b, accesses=()):

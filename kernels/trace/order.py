@@ -78,6 +78,17 @@ def happens_before(a, b):
     return _knows(b.clock, a)
 
 
+def known_through_releases(a, b):
+    """True if access `a` happens before access `b` by what b's clock holds of a's
+    thread (releases it acquired, joined at barriers) or by a grid barrier: the part of
+    happens_before that composes (if this holds for a, b and for b, c, it holds for a,
+    c). A block barrier's epoch alone does not: it stands for the threads that arrived
+    at the barrier, and a thread that left before it, which knew of an access of another
+    block, passes that knowledge to no one."""
+    c = b.clock
+    return c.grid > a.grid_epoch or c.threads.get((a.block, a.tid), -1) >= a.counter
+
+
 def after_a_fence(a, b):
     """True if access `a` would happen before access `b` had b's thread fenced after
     its last atomics (Access.pending): the acquiring side's fence is what is missing."""
