@@ -139,10 +139,7 @@ def yield_if_spinning(name, args, old, address):
     own turn to release it (hundreds of tries, each an access the tracer records, per
     release). A holder that ended, or waits at a barrier, releases nothing while the
     others wait: they spin on without giving up their turns, to their limit."""
-    if name in ("cas", "compare_and_swap"):
-        taken = old != args[-2]
-    else:
-        taken = name == "exch" and old == args[-1]
+    taken = name in _ABSOLUTE and _finds_it_taken(name, args, old)
     holder = _LOCKS["holder"].get(address) if taken else None
     if holder is not None and holder.is_alive() and not getattr(
             holder, "syncthreads_blocked", False):

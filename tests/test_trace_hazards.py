@@ -393,12 +393,7 @@ def test_the_ordered_shortcut_changes_no_verdict(rng, monkeypatch):
     shortcuts = searched = 0
     for t in _traces(rng):
         for launch in t.launches:
-            by_element = {}
-            for a in launch.accesses:
-                by_element.setdefault((a.array, a.block if a.space == "shared" else None,
-                                       a.index), []).append(a)
-            for accesses in by_element.values():
-                accesses.sort(key=hazards._by_thread)
+            for accesses in hazards._elements(launch):
                 if hazards._all_ordered(accesses):
                     shortcuts += 1
                     with monkeypatch.context() as m:

@@ -82,18 +82,23 @@ def races(trace, kernel=None):
     found = []
     for launch in launches:
         fix = fixes.Fixes(launch)  # what is missing, for the kind of race each is
-        by_element = collections.defaultdict(list)
-        for a in launch.accesses:
-            block = a.block[::-1] if a.space == "shared" else None  # shared: per block
-            by_element[(a.array, block, a.index)].append(a)
-        for key in sorted(by_element):
-            accesses = sorted(by_element[key], key=_by_thread)
+        for accesses in _elements(launch):
             race = _first_race(accesses)
             if race is not None:
                 w, o = sorted(race, key=_by_thread)
                 found.append(Race(launch.kernel, w.array, w.index, w, o,
                                   *fix.why(w, o), launch.number))
     return found
+
+
+def _elements(launch):
+    """The accesses of `launch` to each element (shared memory's: per block), by thread,
+    in order of array and index."""
+    by_element = collections.defaultdict(list)
+    for a in launch.accesses:
+        block = a.block[::-1] if a.space == "shared" else None
+        by_element[(a.array, block, a.index)].append(a)
+    return [sorted(by_element[key], key=_by_thread) for key in sorted(by_element)]
 
 
 def _by_thread(a):
