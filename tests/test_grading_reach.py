@@ -170,3 +170,57 @@ def test_the_process_s_own_descriptors_memory_and_other_doors_are_found(source, 
     """Routes a sceptical read found past the reading: the answer process's pipes and
     memory, names resolved from strings or bytes, a child Python, frames by traceback."""
     assert found in reached(source)[1]
+
+
+@pytest.mark.parametrize("source, found", [
+    # a dunder spelled only at run time, of an object the reading can name: the launch
+    # record's globals, two getattrs from a kernel's launch (tests/cheats.py)
+    ("def f(k):\n    t = type(k[1, 1])\n    d = '_' + '_{}__'\n"
+     "    return getattr(getattr(t, d.format('call')), d.format('globals'))\n",
+     "getattr() of a name built at run time"),
+    ("def f(k, name):\n    setattr(k, name, None)\n", "setattr() of a name built at run time"),
+    ("def f(k):\n    return [getattr(k, a) for a in dir(k)]\n",
+     "getattr() of a name built at run time"),
+    ("def f(k):\n    read = getattr\n    return read(k, 'x')\n", "getattr as a value"),
+    ("import functools\ndef f(k):\n    return functools.reduce(getattr, ['a', 'b'], k)\n",
+     "getattr as a value"),
+    ("def f(k):\n    return vars(k)\n", "vars() of a name built at run time"),
+    ("def f(k):\n    return type(k).__dict__['_' + '_call__']\n", "__dict__"),
+    # raw memory without ctypes: an array protocol offered with id() of any object
+    ("import numpy as np\nclass Raw:\n    def __init__(self, o):\n"
+     "        self.__array_interface__ = {'data': (id(o), False), 'shape': (64,), "
+     "'typestr': '|u1', 'version': 3}\ndef f(k):\n    np.asarray(Raw(k))[:] = 0\n",
+     "a store to __array_interface__"),
+    ("import numpy as np\nclass Raw:\n    __array_interface__ = None\n"
+     "def f(k):\n    return np.asarray(Raw())\n", "__array_interface__"),
+    ("import numpy as np, types\ndef f(k):\n    return np.asarray(types.SimpleNamespace("
+     "__array_interface__={'data': (id(k), False)}))\n", "__array_interface__"),
+    ("import numpy as np\ndef f(k):\n    return np.asarray(type('R', (), "
+     "{'__array_interface__': {}})())\n", "__array_interface__"),
+    ("import numpy as np\ndef f(k):\n    return np.ctypeslib.as_array(k, (8,))\n",
+     "ctypeslib"),
+    # the process's own memory by a path the reading sees only when it runs
+    ("def f(k):\n    return open('/pr' + 'oc/self/mem', 'r+b')\n",
+     "open() of a path built at run time"),
+    ("import pathlib\ndef f(k, where):\n    return pathlib.Path(where).write_bytes(k)\n",
+     "Path() of a path built at run time"),
+])
+def test_names_and_paths_the_reading_cannot_see_fail_closed(source, found):
+    """An attribute by a name built at run time, raw memory through an array protocol, a
+    file by a path built at run time: the reading cannot tell what they reach, so they
+    count as introspection (a list of names to refuse holds none of a string's)."""
+    assert found in reached(source)[1]
+
+
+@pytest.mark.parametrize("source", [
+    "from numba import cuda\ndef f(x):\n    return getattr(cuda, 'atomic').add",
+    "import numpy as np\ndef f(x):\n    return hasattr(x, 'copy_to_host')",
+    "import numpy as np\ndef f(x):\n    return np.asarray(x).__array_interface__['shape']",
+    "class Box:\n    def __init__(self, x):\n        self.x = x\ndef f(x):\n    return Box(x).x",
+    # a stand-in of the student's for a kernel's launch (tests/planted.py, host_only)
+    "class Fake:\n    def __getitem__(self, config):\n        return self\n"
+    "    def __call__(self, *args):\n        return None\ndef f(x):\n    return Fake()",
+    "def f(x):\n    with open('notes.txt', 'w') as out:\n        out.write(str(x))",
+])
+def test_attributes_and_files_by_names_it_can_read_are_plain(source):
+    assert reached(source) == ([], [], [])

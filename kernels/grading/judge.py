@@ -96,6 +96,23 @@ def limits_reached(report):
                             "not a bug in your code: your instructor will look at it)")
 
 
+def refusal(exercise, found):
+    """(False, report, flag) of `exercise` where the reading of its code (`found`, never
+    run) refuses to grade it automatically (inspect_answer, kernel_definition), else
+    None: decided before any process runs its code, so a refused answer costs none."""
+    name = exercise.names[0]
+    blocked = inspect_answer(found, exercise.names) if found else ""
+    if exercise.kernel and found and not blocked:
+        if why := kernel_definition(found, exercise.names):
+            blocked = (f"the definition of `{name}` runs code of yours when it is loaded "
+                       f"({why}); a kernel is checked only when it is made by @cuda.jit "
+                       "(or cuda.jit(...)) from functions and plain values")
+    if not blocked:
+        return None
+    return False, (f"Not graded automatically: {blocked}. Your instructor will look at "
+                   f"your `{name}`."), f"not graded: {blocked}"
+
+
 def check(exercise, answer, found=None, certifier=None, compiler=None):
     """(passed, report, flag) of `exercise` for the student's `answer`, whose notebook
     has the statements `found` (read here, never run); a kernel is first compiled for a
@@ -106,15 +123,8 @@ def check(exercise, answer, found=None, certifier=None, compiler=None):
     from kernels import checks
 
     name = exercise.names[0]
-    blocked = inspect_answer(found, exercise.names) if found else ""
-    if exercise.kernel and found and not blocked:
-        if why := kernel_definition(found, exercise.names):
-            blocked = (f"the definition of `{name}` runs code of yours when it is loaded "
-                       f"({why}); a kernel is checked only when it is made by @cuda.jit "
-                       "(or cuda.jit(...)) from functions and plain values")
-    if blocked:
-        return False, (f"Not graded automatically: {blocked}. Your instructor will look at "
-                       f"your `{name}`."), f"not graded: {blocked}"
+    if refused := refusal(exercise, found):
+        return refused
     try:
         missing, errors = answer.missing()
     except Exception as err:  # it ended, timed out, or sent back something else
@@ -196,16 +206,16 @@ def main():
 
     exercises = [registry.EXERCISES[label] for label in job["labels"]]
     skipped = unanswered(found, exercises)
-    exercises_run = [ex for ex in exercises if ex not in skipped]
+    refused = {ex.label: result for ex in exercises if ex not in skipped
+               if (result := refusal(ex, found))}
+    exercises_run = [ex for ex in exercises if ex not in skipped and ex.label not in refused]
     # The kernels whose definitions run no code of the student's share one process: the
     # others get a fresh one each, started one ahead. On the simulator, one process
     # compiles those kernels for a GPU, and also the kernels that host functions
     # launched, each made again there from its description (kernels.grading.compiled);
     # without kernel exercises, one into which nothing of the notebook is loaded does:
     # no code of the student's runs where a kernel is compiled.
-    shareable = [ex for ex in exercises_run
-                 if ex.kernel and not kernel_definition(found, ex.names)
-                 and not inspect_answer(found, ex.names)]
+    shareable = [ex for ex in exercises_run if ex.kernel]
     names = [n for ex in shareable for n in ex.names]
     if kernel_definition(found, names):
         shareable, names = [], []
@@ -236,6 +246,9 @@ def main():
         label = exercise.label
         if exercise in skipped:
             write(label, False, not_defined(exercise.names[0]), "")
+            continue
+        if label in refused:
+            write(label, *refused[label])
             continue
         if exercise in shareable:
             answer = shared.of(exercise.names)

@@ -11,7 +11,10 @@ getattr with a name in a string, a string naming the module) is found. A name co
 at run time cannot be read here, so the reading fails closed: a computed attribute of
 the course's package, the module table (sys.modules), code or an import from a string
 built at run time, and an attribute read by a computed name of an object it cannot
-name all count as reaching the grader's modules (_unreadable).
+name all count as reaching the grader's modules (_unreadable). So, of any object, an
+attribute read or written by a name given at run time, and a file opened by a path
+built at run time, count as introspection (_computed_names): a list of names to refuse
+cannot hold the names a string spells only when it runs.
 """
 
 import ast
@@ -32,6 +35,8 @@ INTROSPECTION = {"_current_frames", "_getframe", "f_locals", "f_globals", "f_bac
                  # frames by other doors, and names resolved from strings or bytes
                  "walk_stack", "extract_stack", "tb_frame", "exc_info", "attrgetter",
                  "methodcaller", "resolve_name", "pickle", "marshal", "dill",
+                 # raw memory through NumPy
+                 "ctypeslib",
                  # the process's own file descriptors (its pipes to the judge), and
                  # processes of its own
                  "fcntl", "dup", "dup2", "fdopen", "fstat", "subprocess", "Popen", "fork",
@@ -40,11 +45,24 @@ INTROSPECTION = {"_current_frames", "_getframe", "f_locals", "f_globals", "f_bac
 PROCESS_FILES = ("/proc/", "/dev/fd")
 
 
-# Dunder attributes an answer may use (__dict__: a module's namespace, which _by_name
-# reads); any other (a function's __closure__, a class's __mro__, a hook's __qualname__)
-# reads or rewrites the interpreter's own objects, and so counts as introspection
-PLAIN_DUNDERS = {"__name__", "__doc__", "__init__", "__len__", "__version__", "__dict__",
+# Dunder attributes an answer may read; any other (a function's __closure__, a class's
+# __mro__, a hook's __qualname__, an object's __dict__ but as the namespace exec runs
+# code in) reads or rewrites the interpreter's own objects, and so counts as
+# introspection
+PLAIN_DUNDERS = {"__name__", "__doc__", "__init__", "__len__", "__version__",
                  "__array_interface__", "__cuda_array_interface__"}
+# NumPy's and Numba's array protocols: an object that offers one (a class's attribute, a
+# namespace's, a dict's key for type()) hands them a raw address, id() of any object,
+# and the array made from it writes that object's memory without ctypes
+ARRAY_PROTOCOLS = {"__array_interface__", "__cuda_array_interface__", "__array_struct__"}
+# The builtins that read or write an attribute by a name given at run time: called with
+# a name in a string constant they are the attribute (getattr(f, "x") is f.x); with any
+# other name, or passed around as values, what they reach cannot be read here
+BY_NAME = {"getattr", "setattr", "delattr", "hasattr", "vars"}
+# What opens a file for writing by its path: given a path built at run time, it may be
+# one of PROCESS_FILES (the process's own memory), which the reading sees only as a
+# constant
+OPENS = {"open", "FileIO", "Path", "PurePath", "memmap"}
 
 
 def _introspective(name):
@@ -198,6 +216,48 @@ def _by_name(n, roots):
     return []
 
 
+def _computed_names(nodes):
+    """What in `nodes` reads or writes attributes by names the reading cannot see: the
+    attribute builtins (BY_NAME) given a name that is not a string constant, vars(), or
+    any of them used as a value (aliased, passed to map); an object's __dict__ but as the
+    namespace that exec or eval runs code in; an array protocol offered in any way (by a
+    class, an object, a keyword, a key: ARRAY_PROTOCOLS); a file opened by a path built
+    at run time (OPENS). A class's other dunders run only where the student's code runs
+    anyway."""
+    nodes = list(nodes)
+    called = {id(n.func) for n in nodes if isinstance(n, ast.Call)}
+    namespaces = {id(a) for n in nodes if _called(n) in ("exec", "eval") for a in n.args[1:]}
+    found = []
+    for n in nodes:
+        if isinstance(n, ast.Name) and n.id in BY_NAME and id(n) not in called:
+            found.append(f"{n.id} as a value")
+        elif _called(n) == "vars" or _called(n) in BY_NAME and not (
+                len(n.args) >= 2 and isinstance(n.args[1], ast.Constant)
+                and isinstance(n.args[1].value, str)):
+            found.append(f"{_called(n)}() of a name built at run time")
+        elif _called(n) in OPENS and n.args and not (
+                isinstance(n.args[0], ast.Constant) and isinstance(n.args[0].value, str)):
+            found.append(f"{_called(n)}() of a path built at run time")  # /proc/self/mem?
+        elif isinstance(n, ast.Attribute) and n.attr == "__dict__" and id(n) not in namespaces:
+            found.append("__dict__")
+        elif isinstance(n, ast.Attribute) and isinstance(n.ctx, ast.Store) and \
+                n.attr in ARRAY_PROTOCOLS:
+            found.append(f"a store to {n.attr}")
+        elif _called(n) == "setattr" and len(n.args) >= 2 and isinstance(
+                n.args[1], ast.Constant) and n.args[1].value in ARRAY_PROTOCOLS:
+            found.append(f"a store to {n.args[1].value}")
+        elif isinstance(n, ast.ClassDef):
+            found += [t.id for s in n.body if isinstance(s, (ast.Assign, ast.AnnAssign))
+                      for t in (s.targets if isinstance(s, ast.Assign) else [s.target])
+                      if isinstance(t, ast.Name) and t.id in ARRAY_PROTOCOLS]
+            found += [s.name for s in n.body if isinstance(
+                s, (ast.FunctionDef, ast.AsyncFunctionDef)) and s.name in ARRAY_PROTOCOLS]
+        elif isinstance(n, ast.keyword) and n.arg in ARRAY_PROTOCOLS or isinstance(
+                n, ast.Constant) and n.value in ARRAY_PROTOCOLS:
+            found.append(n.arg if isinstance(n, ast.keyword) else n.value)
+    return found
+
+
 def reach(kept):
     """(grader modules, introspection names, simulator flags) that the kept statements
     name, functions' bodies and the sources held in their strings included, by any
@@ -235,7 +295,8 @@ def reach(kept):
                     isinstance(n.args[1].value, str):
                 name = n.args[1].value  # getattr(f, "__closure__") is f.__closure__
             if name in INTROSPECTION or isinstance(n, (ast.Attribute, ast.Call)) and \
-                    name and _introspective(name):
+                    name and _introspective(name) and not (
+                        name == "__dict__" and isinstance(n, ast.Attribute)):  # below
                 introspection.add(name)
             if isinstance(n, ast.Constant) and isinstance(n.value, str) and \
                     n.value.startswith(PROCESS_FILES):
@@ -252,4 +313,5 @@ def reach(kept):
                 introspection |= {a.name.split(".")[0] for a in n.names} & INTROSPECTION
                 if isinstance(n, ast.ImportFrom) and n.module in INTROSPECTION:
                     introspection.add(n.module)
+        introspection |= set(_computed_names(_nodes(s.node)))
     return sorted(grader), sorted(introspection), sorted(flags)
