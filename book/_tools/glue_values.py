@@ -15,10 +15,12 @@ whose digest no longer matches is stale: `make notebooks` runs the chapter again
 without touching either is caught by tests/test_book.py, which compares the store with
 the values the book build glued.
 
-    python book/_tools/glue_values.py collect ROOT CHAPTER OUT [BENCH]   (the child process)
+    python book/_tools/glue_values.py collect ROOT CHAPTER OUT BENCH all|only-glue
+                                                                     (the child process)
 
-BENCH, a folder of recordings in place of book/_data/bench, renders the chapter against
-another device's data (render_against.py).
+BENCH, a folder of recordings in place of book/_data/bench ("" for none), renders the
+chapter against another device's data (render_against.py), which runs only the cells
+the glued values need ("only-glue": glue_cells).
 """
 
 import ast
@@ -50,6 +52,123 @@ def code_cells(root, name):
     return [{"cell_type": "code", "source": c.source,
              "metadata": {"tags": list(c.metadata.get("tags", []))}}
             for c in source.cells if c.cell_type == "code"]
+
+
+_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda, ast.ListComp,
+           ast.SetComp, ast.DictComp, ast.GeneratorExp)
+
+
+def _names(node, ctx):
+    """The names `node` loads or stores (ctx) in its own scope: not in the functions,
+    classes and comprehensions it holds, whose reads _uses takes from symtable."""
+    if isinstance(node, ast.Name):
+        return {node.id} if isinstance(node.ctx, ctx) else set()
+    if isinstance(node, _SCOPES) and not isinstance(node, (ast.FunctionDef,
+                                                            ast.AsyncFunctionDef,
+                                                            ast.ClassDef)):
+        return set()
+    return set().union(*(_names(child, ctx) for child in ast.iter_child_nodes(node)))
+
+
+def _in_order(body, bound, free):
+    """Walk statements in the order they run: each name a statement loads before any
+    earlier statement (or the statement's own earlier part: a loop's target, a with's
+    name) bound it goes into `free`."""
+    def load(node):
+        free.update(_names(node, ast.Load) - bound)
+
+    for st in body:
+        if isinstance(st, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            for part in [*st.decorator_list, *getattr(st, "bases", ()),
+                         *getattr(getattr(st, "args", None), "defaults", ())]:
+                load(part)
+            bound.add(st.name)
+        elif isinstance(st, (ast.For, ast.AsyncFor)):
+            load(st.iter)
+            bound.update(_names(st.target, ast.Store))
+            _in_order(st.body + st.orelse, bound, free)
+        elif isinstance(st, (ast.If, ast.While)):
+            load(st.test)
+            _in_order(st.body + st.orelse, bound, free)
+        elif isinstance(st, (ast.With, ast.AsyncWith)):
+            for item in st.items:
+                load(item.context_expr)
+                if item.optional_vars is not None:
+                    bound.update(_names(item.optional_vars, ast.Store))
+            _in_order(st.body, bound, free)
+        elif isinstance(st, ast.Try):
+            _in_order(st.body, bound, free)
+            for handler in st.handlers:
+                if handler.type is not None:
+                    load(handler.type)
+                if handler.name:
+                    bound.add(handler.name)
+                _in_order(handler.body, bound, free)
+            _in_order(st.orelse + st.finalbody, bound, free)
+        else:  # one statement: what it reads runs before what it binds (x = x + 1)
+            load(st)
+            bound.update(_names(st, ast.Store))
+
+
+def _uses(source, modules=()):
+    """(bound, read) of a cell's code: the names it binds or changes at its top level
+    (assigned, defined, imported, an object whose attribute or item it sets, an object
+    but one of `modules` whose method it calls), and the names it reads before it binds
+    them, in the bodies of the functions it defines too (all their global reads). None
+    where it does not parse (IPython syntax)."""
+    import symtable
+
+    try:
+        tree, table = ast.parse(source), symtable.symtable(source, "<cell>", "exec")
+    except SyntaxError:
+        return None
+    bound = {s.get_name() for s in table.get_symbols() if s.is_assigned() or s.is_imported()}
+    read = set()
+    _in_order(tree.body, set(), read)
+
+    def globals_read(t):
+        for child in t.get_children():
+            read.update(s.get_name() for s in child.get_symbols()
+                        if s.is_referenced() and (s.is_global() or s.is_free()))
+            bound.update(s.get_name() for s in child.get_symbols() if s.is_declared_global()
+                         and s.is_assigned())
+            globals_read(child)
+
+    globals_read(table)
+    for n in ast.walk(tree):
+        called = isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
+        target = n.func.value if called else n.value if isinstance(
+            n, (ast.Attribute, ast.Subscript)) and isinstance(n.ctx, (ast.Store, ast.Del)) \
+            else None
+        while isinstance(target, (ast.Attribute, ast.Subscript)):
+            target = target.value
+        if isinstance(target, ast.Name) and not (called and target.id in modules):
+            bound.add(target.id)
+            read.add(target.id)  # it changes an object that an earlier cell made
+    return bound, read
+
+
+def glue_cells(cells):
+    """The code cells that the chapter's glued values need: each cell that glues, and each
+    earlier cell that binds or changes a name that a needed later cell reads (_uses; a
+    call of an imported module's function counts as changing nothing).
+    The others (a figure drawn, a check printed) change nothing glued: render_against
+    runs only these. A cell that does not parse is kept."""
+    modules = set()  # the names imports bind: calling a module's function changes none
+    for cell in cells:
+        try:
+            modules |= {a.asname or a.name.split(".")[0] for n in ast.walk(ast.parse(
+                cell["source"])) if isinstance(n, (ast.Import, ast.ImportFrom))
+                for a in n.names}
+        except SyntaxError:
+            pass
+    needed, kept = set(), []
+    for cell in reversed(cells):
+        uses = _uses(cell["source"], modules)
+        if uses is None or "glue" in uses[1] or uses[0] & needed:
+            kept.append(cell)
+            needed |= uses[1] if uses is not None else set()
+    return kept[::-1]
 
 
 def digest(root, name):
@@ -98,16 +217,18 @@ def values(root, name, mode="fresh"):
     return data
 
 
-def collect(root, name, bench=None):
+def collect(root, name, bench=None, only_glue=False):
     """Run the chapter's code cells in a child process; what they glued. `bench`: a
-    folder of recordings the chapter reads in place of book/_data/bench."""
+    folder of recordings the chapter reads in place of book/_data/bench; `only_glue`:
+    run only the cells the glued values need (glue_cells)."""
     env = dict(os.environ, NUMBA_ENABLE_CUDASIM="1", MPLBACKEND="Agg",
                PYTHONPATH=os.pathsep.join(filter(None, [str(root),
                                                         os.environ.get("PYTHONPATH")])))
     with tempfile.TemporaryDirectory() as work:
         out = pathlib.Path(work) / "glued.json"
         proc = subprocess.run([sys.executable, str(pathlib.Path(__file__).resolve()), "collect",
-                               str(root), name, str(out)] + ([str(bench)] if bench else []),
+                               str(root), name, str(out), str(bench or ""),
+                               "only-glue" if only_glue else "all"],
                               cwd=work, env=env,
                               capture_output=True, text=True)
         if proc.returncode != 0:
@@ -128,8 +249,9 @@ def recording_of(result):
     return env["device"]["name"], entry["date"][:10]
 
 
-def run_chapter(root, name, bench=None):
-    """In this process: run the chapter's code cells, return what they glued."""
+def run_chapter(root, name, bench=None, only_glue=False):
+    """In this process: run the chapter's code cells (only_glue: those its glued values
+    need, glue_cells), return what they glued."""
     import importlib.util
     import types
 
@@ -139,6 +261,8 @@ def run_chapter(root, name, bench=None):
     runner = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(runner)
     cells = code_cells(root, name)
+    if only_glue:
+        cells = glue_cells(cells)
     glued = {"values": {}, "recorded": {}, "order": []}
     touched = set()  # recordings read in the current cell so far
     namespace = {"__name__": "__main__"}
@@ -190,10 +314,10 @@ def run_chapter(root, name, bench=None):
 
 
 def main(argv):
-    if len(argv) not in (4, 5) or argv[0] != "collect":
+    if len(argv) != 6 or argv[0] != "collect" or argv[5] not in ("all", "only-glue"):
         sys.exit(__doc__)
     root, name, out = pathlib.Path(argv[1]), argv[2], pathlib.Path(argv[3])
-    glued = run_chapter(root, name, argv[4] if len(argv) == 5 else None)
+    glued = run_chapter(root, name, argv[4] or None, argv[5] == "only-glue")
     out.write_text(json.dumps(glued, ensure_ascii=False))
 
 

@@ -74,7 +74,7 @@ def glued(root, name, data):
     with tempfile.TemporaryDirectory() as bench:
         slug = re.sub(r"[^a-z0-9]+", "-", data["device"]["name"].lower()).strip("-")
         (pathlib.Path(bench) / f"{slug}.json").write_text(json.dumps(data))
-        return glue_values.collect(root, f"book/{name}", bench)["values"]
+        return glue_values.collect(root, f"book/{name}", bench, only_glue=True)["values"]
 
 
 def prose(text, values):
