@@ -30,7 +30,7 @@ def test_reach_names_the_grader_s_modules_and_introspection():
     grader, introspection, flags = reach.reach(extract.needed(found, ["f"]))
     assert grader == ["kernels.checks", "kernels.checks.core", "kernels.grading.answers",
                       "sys.modules (every loaded module, the grader's among them)"]
-    assert {"_getframe", "f_back", "gc", "get_objects"} <= set(introspection)
+    assert {"_getframe", "f_back", "get_objects"} <= set(introspection)
     assert flags == []
 
 
@@ -199,16 +199,11 @@ def test_the_process_s_own_descriptors_memory_and_other_doors_are_found(source, 
      "{'__array_interface__': {}})())\n", "__array_interface__"),
     ("import numpy as np\ndef f(k):\n    return np.ctypeslib.as_array(k, (8,))\n",
      "ctypeslib"),
-    # the process's own memory by a path the reading sees only when it runs
-    ("def f(k):\n    return open('/pr' + 'oc/self/mem', 'r+b')\n",
-     "open() of a path built at run time"),
-    ("import pathlib\ndef f(k, where):\n    return pathlib.Path(where).write_bytes(k)\n",
-     "Path() of a path built at run time"),
 ])
-def test_names_and_paths_the_reading_cannot_see_fail_closed(source, found):
-    """An attribute by a name built at run time, raw memory through an array protocol, a
-    file by a path built at run time: the reading cannot tell what they reach, so they
-    count as introspection (a list of names to refuse holds none of a string's)."""
+def test_names_the_reading_cannot_see_fail_closed(source, found):
+    """An attribute by a name built at run time, raw memory through an array protocol:
+    the reading cannot tell what they reach, so they count as introspection (a list of
+    names to refuse holds none of a string's)."""
     assert found in reached(source)[1]
 
 
@@ -221,6 +216,19 @@ def test_names_and_paths_the_reading_cannot_see_fail_closed(source, found):
     "class Fake:\n    def __getitem__(self, config):\n        return self\n"
     "    def __call__(self, *args):\n        return None\ndef f(x):\n    return Fake()",
     "def f(x):\n    with open('notes.txt', 'w') as out:\n        out.write(str(x))",
+    # correct answers an outside review found refused (2026-11-28)
+    "LOG = 'timings.csv'\ndef f(x):\n    with open(LOG, 'a') as log:\n        log.write('1')",
+    "from numba import cuda\ndef f(x):\n"
+    "    return x if hasattr(x, '__cuda_array_interface__') else cuda.to_device(x)",
+    "class Timer:\n    def __init__(self, **kw):\n        for k, v in kw.items():\n"
+    "            setattr(self, k, v)\n    def fields(self):\n        return vars(self)\n"
+    "def f(x):\n    return Timer(n=x).fields()",
+    "def f(x):\n    try:\n        return 1 / x\n    except Exception as e:\n"
+    "        raise RuntimeError(e.__class__.__name__) from e",
+    "import re\ndef f(x, pattern):\n    return re.compile(pattern).findall(x)",
+    "import gc\nfrom numba import cuda\ndef f(x):\n    d = cuda.to_device(x)\n"
+    "    del d\n    gc.collect()",  # the object heap's walkers (get_objects) are found
+    "memory = 'system'\nlabel = 'simulator'\ndef f(x):\n    return memory, label",
 ])
 def test_attributes_and_files_by_names_it_can_read_are_plain(source):
     assert reached(source) == ([], [], [])

@@ -11,10 +11,12 @@ getattr with a name in a string, a string naming the module) is found. A name co
 at run time cannot be read here, so the reading fails closed: a computed attribute of
 the course's package, the module table (sys.modules), code or an import from a string
 built at run time, and an attribute read by a computed name of an object it cannot
-name all count as reaching the grader's modules (_unreadable). So, of any object, an
-attribute read or written by a name given at run time, and a file opened by a path
-built at run time, count as introspection (_computed_names): a list of names to refuse
-cannot hold the names a string spells only when it runs.
+name all count as reaching the grader's modules (_unreadable). So, of any object but the
+answer's own (self), an attribute read or written by a name given at run time counts as
+introspection (_computed_names). This reading catches the usual spellings only: names
+bound at run time (a module rebound to another name, the builtins reached through a
+dict) and the libraries that resolve strings get past any list of names, which is why
+what the answer process reports is evidence, not a verdict (book/instructors.md).
 """
 
 import ast
@@ -29,7 +31,7 @@ GRADER = ("kernels.checks", "kernels.grading", "kernels.simulator", "kernels.tra
 # hooks and module table, raw memory, and imports by computed name.
 INTROSPECTION = {"_current_frames", "_getframe", "f_locals", "f_globals", "f_back",
                  "setprofile", "settrace", "get_objects", "get_referents",
-                 "get_referrers", "pythonapi", "ctypes", "gc", "__code__", "__globals__",
+                 "get_referrers", "callbacks", "pythonapi", "ctypes", "__code__", "__globals__",
                  "builtins", "__builtins__", "__import__", "import_module", "reload",
                  "inspect",
                  # frames by other doors, and names resolved from strings or bytes
@@ -59,10 +61,6 @@ ARRAY_PROTOCOLS = {"__array_interface__", "__cuda_array_interface__", "__array_s
 # a name in a string constant they are the attribute (getattr(f, "x") is f.x); with any
 # other name, or passed around as values, what they reach cannot be read here
 BY_NAME = {"getattr", "setattr", "delattr", "hasattr", "vars"}
-# What opens a file for writing by its path: given a path built at run time, it may be
-# one of PROCESS_FILES (the process's own memory), which the reading sees only as a
-# constant
-OPENS = {"open", "FileIO", "Path", "PurePath", "memmap"}
 
 
 def _introspective(name):
@@ -85,40 +83,53 @@ GRADER_NAMES = {g.rpartition(".")[2] for g in GRADER}  # checks, grading, simula
 
 
 def _called(n):
-    """The name a call calls (`exec`, `importlib.import_module` -> import_module)."""
+    """The name a call calls (`exec`, `importlib.import_module` -> import_module); the
+    builtins that run strings only as themselves (re.compile is not compile)."""
     if not isinstance(n, ast.Call):
         return None
-    return n.func.id if isinstance(n.func, ast.Name) else n.func.attr if isinstance(
-        n.func, ast.Attribute) else None
+    if isinstance(n.func, ast.Name):
+        return n.func.id
+    if isinstance(n.func, ast.Attribute):
+        base = dotted(n.func.value) or ""
+        return n.func.attr if n.func.attr not in RUNS_STRINGS or base in (
+            "builtins", "__builtins__") else None
+    return None
 
 
-def _source(n):
+def _source(n, run=()):
     """The Python source a string constant holds: any multi-line string (a module the
     notebook execs), any string that exec, eval or compile is given, any string bound to
-    a name."""
+    a name of `run`, the names those are given."""
     if isinstance(n, ast.Constant) and isinstance(n.value, str) and "\n" in n.value:
         return n.value
     if _called(n) in RUNS_STRINGS and n.args and isinstance(n.args[0], ast.Constant) and \
             isinstance(n.args[0].value, str):
         return n.args[0].value
     if isinstance(n, ast.Assign) and isinstance(n.value, ast.Constant) and \
-            isinstance(n.value.value, str):
-        return n.value.value  # a name bound to a string, which exec may run (_strings)
+            isinstance(n.value.value, str) and any(
+                isinstance(t, ast.Name) and t.id in run for t in n.targets):
+        return n.value.value  # a name bound to a string that exec runs (_strings)
     return None
 
 
-def _nodes(node, depth=0):
-    """Every node of `node`, and of the Python source that its strings hold (_source),
-    to a few levels."""
+def _nodes(node, depth=0, run=()):
+    """Every node of `node`, and of the Python source that its strings hold (_source;
+    `run`: the names exec, eval or compile are given), to a few levels."""
     for n in ast.walk(node):
         yield n
-        source = _source(n) if depth < 3 else None
+        source = _source(n, run) if depth < 3 else None
         if source is not None:
             try:
                 inner = ast.parse(source)
             except (SyntaxError, ValueError, RecursionError, MemoryError):
                 continue
-            yield from _nodes(inner, depth + 1)
+            yield from _nodes(inner, depth + 1, run)
+
+
+def _run_names(kept):
+    """The names that the kept statements give exec, eval or compile to run."""
+    return {n.args[0].id for s in kept for n in ast.walk(s.node)
+            if _called(n) in RUNS_STRINGS and n.args and isinstance(n.args[0], ast.Name)}
 
 
 def _strings(kept):
@@ -133,10 +144,10 @@ def _strings(kept):
     return found
 
 
-def _registered(kept, roots):
+def _registered(kept, roots, run=()):
     """The ids of the `sys.modules` nodes that only register a module (`sys.modules[name]
     = module`): a store reads nothing of the table."""
-    return {id(n.value) for s in kept for n in _nodes(s.node)
+    return {id(n.value) for s in kept for n in _nodes(s.node, run=run)
             if isinstance(n, ast.Subscript) and isinstance(n.ctx, ast.Store)
             and "sys.modules" in _spellings(dotted(n.value) or "", roots)}
 
@@ -167,12 +178,12 @@ def _unreadable(n, roots, strings=(), registered=()):
     return None
 
 
-def _imported(kept):
+def _imported(kept, run=()):
     """{name: the dotted names that the kept statements' imports bind to it}, functions'
     bodies included (`import kernels as k` -> {"k": {"kernels"}})."""
     roots = {}
     for s in kept:
-        for n in _nodes(s.node):
+        for n in _nodes(s.node, run=run):
             if isinstance(n, ast.ImportFrom) and n.module and not n.level:
                 for a in n.names:
                     roots.setdefault(a.asname or a.name, set()).add(f"{n.module}.{a.name}")
@@ -221,23 +232,22 @@ def _computed_names(nodes):
     attribute builtins (BY_NAME) given a name that is not a string constant, vars(), or
     any of them used as a value (aliased, passed to map); an object's __dict__ but as the
     namespace that exec or eval runs code in; an array protocol offered in any way (by a
-    class, an object, a keyword, a key: ARRAY_PROTOCOLS); a file opened by a path built
-    at run time (OPENS). A class's other dunders run only where the student's code runs
-    anyway."""
+    class, an object, a keyword, a key: ARRAY_PROTOCOLS). An answer's own objects (self)
+    may be read by name, and a class's other dunders run only where the student's code
+    runs anyway."""
     nodes = list(nodes)
     called = {id(n.func) for n in nodes if isinstance(n, ast.Call)}
     namespaces = {id(a) for n in nodes if _called(n) in ("exec", "eval") for a in n.args[1:]}
+    asked = {id(n.args[1]) for n in nodes  # hasattr(x, "__cuda_array_interface__"): a read
+             if _called(n) in ("hasattr", "getattr") and len(n.args) >= 2}
     found = []
     for n in nodes:
         if isinstance(n, ast.Name) and n.id in BY_NAME and id(n) not in called:
             found.append(f"{n.id} as a value")
-        elif _called(n) == "vars" or _called(n) in BY_NAME and not (
+        elif (_called(n) == "vars" or _called(n) in BY_NAME and not (
                 len(n.args) >= 2 and isinstance(n.args[1], ast.Constant)
-                and isinstance(n.args[1].value, str)):
+                and isinstance(n.args[1].value, str))) and not _own(n):
             found.append(f"{_called(n)}() of a name built at run time")
-        elif _called(n) in OPENS and n.args and not (
-                isinstance(n.args[0], ast.Constant) and isinstance(n.args[0].value, str)):
-            found.append(f"{_called(n)}() of a path built at run time")  # /proc/self/mem?
         elif isinstance(n, ast.Attribute) and n.attr == "__dict__" and id(n) not in namespaces:
             found.append("__dict__")
         elif isinstance(n, ast.Attribute) and isinstance(n.ctx, ast.Store) and \
@@ -253,9 +263,16 @@ def _computed_names(nodes):
             found += [s.name for s in n.body if isinstance(
                 s, (ast.FunctionDef, ast.AsyncFunctionDef)) and s.name in ARRAY_PROTOCOLS]
         elif isinstance(n, ast.keyword) and n.arg in ARRAY_PROTOCOLS or isinstance(
-                n, ast.Constant) and n.value in ARRAY_PROTOCOLS:
+                n, ast.Constant) and n.value in ARRAY_PROTOCOLS and id(n) not in asked:
             found.append(n.arg if isinstance(n, ast.keyword) else n.value)
     return found
+
+
+def _own(call):
+    """Whether an attribute builtin's call reads the answer's own object (self, or an
+    attribute of it): a class of the student's that sets its fields from a dict."""
+    base = dotted(call.args[0]) if call.args else None
+    return base is not None and base.split(".")[0] == "self"
 
 
 def reach(kept):
@@ -265,13 +282,14 @@ def reach(kept):
     answer's code reaches beyond its exercise. Only the kept statements count: the names
     an import binds that the answer never uses are not kept (statements)."""
     grader, introspection, flags = set(), set(), set()
-    roots = _imported(kept)
-    strings, registered = _strings(kept), _registered(kept, roots)
-    spelled = {m for s in kept for n in _nodes(s.node)
+    run = _run_names(kept)
+    roots = _imported(kept, run)
+    strings, registered = _strings(kept), _registered(kept, roots, run)
+    spelled = {m for s in kept for n in _nodes(s.node, run=run)
                if isinstance(n, (ast.Name, ast.Attribute))
                for m in _spellings(dotted(n) or "", roots)}
     for s in kept:
-        for n in _nodes(s.node):
+        for n in _nodes(s.node, run=run):
             modules = _by_name(n, roots)
             if isinstance(n, ast.Import):  # `import a.b` binds only `a`: a.b is used
                 modules = [a.name for a in n.names  # where the code spells it
@@ -296,7 +314,9 @@ def reach(kept):
                 name = n.args[1].value  # getattr(f, "__closure__") is f.__closure__
             if name in INTROSPECTION or isinstance(n, (ast.Attribute, ast.Call)) and \
                     name and _introspective(name) and not (
-                        name == "__dict__" and isinstance(n, ast.Attribute)):  # below
+                        name == "__dict__" and isinstance(n, ast.Attribute)) and not (
+                        name == "__class__" and isinstance(n, ast.Attribute)
+                        and isinstance(n.ctx, ast.Load)):  # __dict__: below; __class__: type()
                 introspection.add(name)
             if isinstance(n, ast.Constant) and isinstance(n.value, str) and \
                     n.value.startswith(PROCESS_FILES):
@@ -313,5 +333,5 @@ def reach(kept):
                 introspection |= {a.name.split(".")[0] for a in n.names} & INTROSPECTION
                 if isinstance(n, ast.ImportFrom) and n.module in INTROSPECTION:
                     introspection.add(n.module)
-        introspection |= set(_computed_names(_nodes(s.node)))
+        introspection |= set(_computed_names(_nodes(s.node, run=run)))
     return sorted(grader), sorted(introspection), sorted(flags)
