@@ -232,3 +232,29 @@ def test_names_the_reading_cannot_see_fail_closed(source, found):
 ])
 def test_attributes_and_files_by_names_it_can_read_are_plain(source):
     assert reached(source) == ([], [], [])
+
+
+@pytest.mark.parametrize("source", [
+    # routes an outside review (2026-11-28) took past the reading, each to the launch
+    # record or the module table: the package bound to another name, sys by another
+    # module, the builtins by a key, the standard library running or resolving strings,
+    # frames by other attributes, memory by strides
+    "import kernels\ndef f(x):\n    k = kernels\n    return k.checks.launches",
+    "import kernels\ndef f(x):\n    return (k := kernels).checks",
+    "import kernels\ndef f(x, k=kernels):\n    return k.checks",
+    "import kernels\ndef f(x):\n    return [kernels][0].checks",
+    "import kernels\ndef f(x):\n    return (lambda: kernels)().checks",
+    "import os\ndef f(x):\n    return os.sys.modules['kernels.' + 'checks']",
+    "from os import sys as s\ndef f(x):\n    return s.modules",
+    "def f(x):\n    return globals()['__builtins__']['__import__']('kernels')",
+    "import timeit\ndef f(x):\n    timeit.timeit('import kernels', number=1)",
+    "import pydoc\ndef f(x):\n    return pydoc.locate('kernels.' + 'checks')",
+    "from unittest import mock\ndef f(x):\n"
+    "    with mock.patch('kernels.%s.launches._skipping' % 'checks', False):\n        return x",
+    "import string\ndef f(x, k):\n    return string.Formatter().get_field('0.checks', [k], {})",
+    "import numpy as np\ndef f(x):\n"
+    "    return np.lib.stride_tricks.as_strided(np.zeros(1), (2,), (id(x),))",
+    "import logging\ndef f(x):\n    return logging.currentframe().f_builtins",
+])
+def test_routes_an_outside_review_found_are_refused(source):
+    assert any(reached(source)[:2])

@@ -42,7 +42,17 @@ INTROSPECTION = {"_current_frames", "_getframe", "f_locals", "f_globals", "f_bac
                  # the process's own file descriptors (its pipes to the judge), and
                  # processes of its own
                  "fcntl", "dup", "dup2", "fdopen", "fstat", "subprocess", "Popen", "fork",
-                 "forkpty", "execv", "execve", "execvp", "spawnv", "system", "popen"}
+                 "forkpty", "execv", "execve", "execvp", "spawnv", "system", "popen",
+                 # doors an outside review (2026-11-28) went through: code run or names
+                 # resolved from strings by the standard library, frames by other
+                 # attributes, raw memory, processes and descriptors by other calls
+                 "timeit", "runpy", "pydoc", "locate", "mock", "cProfile", "profile",
+                 "InteractiveInterpreter", "InteractiveConsole", "get_type_hints",
+                 "_gcd_import", "_importer", "BaseConfigurator", "get_field", "Formatter",
+                 "f_builtins", "f_code", "gi_frame", "cr_frame", "currentframe",
+                 "as_strided", "_ctypes", "PyObj_FromPtr", "from_address", "posix_spawn",
+                 "posix_spawnp", "spawnl", "spawnlp", "spawnve", "execl", "execlp",
+                 "execle", "pty", "multiprocessing", "mmap", "socket"}
 # Files that are the process itself: its memory, its descriptors
 PROCESS_FILES = ("/proc/", "/dev/fd")
 
@@ -166,8 +176,9 @@ def _unreadable(n, roots, strings=(), registered=()):
     grader's: a read of the module table, code or an import from a string built at run
     time (not one of `strings`, _strings); or None. (An attribute read by a computed
     name of an object the reading cannot name: _by_name.)"""
-    if isinstance(n, (ast.Name, ast.Attribute)) and id(n) not in registered and \
-            "sys.modules" in _spellings(dotted(n) or "", roots):
+    if isinstance(n, (ast.Name, ast.Attribute)) and id(n) not in registered and any(
+            m == "sys.modules" or m.endswith(".sys.modules")  # os.sys.modules too
+            for m in _spellings(dotted(n) or "", roots)):
         return "sys.modules (every loaded module, the grader's among them)"
     called = _called(n)
     computed = bool(called and n.args) and not _readable(n.args[0], strings)
@@ -284,6 +295,11 @@ def reach(kept):
     grader, introspection, flags = set(), set(), set()
     run = _run_names(kept)
     roots = _imported(kept, run)
+    # the names read only for one of their attributes (kernels.harness), not as values
+    held = {id(n.value) for s in kept for n in _nodes(s.node, run=run)
+            if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name)}
+    keys = {id(n.slice) for s in kept for n in _nodes(s.node, run=run)  # d["__import__"]
+            if isinstance(n, ast.Subscript)}
     strings, registered = _strings(kept), _registered(kept, roots, run)
     spelled = {m for s in kept for n in _nodes(s.node, run=run)
                if isinstance(n, (ast.Name, ast.Attribute))
@@ -318,9 +334,14 @@ def reach(kept):
                         name == "__class__" and isinstance(n, ast.Attribute)
                         and isinstance(n.ctx, ast.Load)):  # __dict__: below; __class__: type()
                 introspection.add(name)
-            if isinstance(n, ast.Constant) and isinstance(n.value, str) and \
-                    n.value.startswith(PROCESS_FILES):
-                introspection.add(n.value[:40])
+            if isinstance(n, ast.Constant) and isinstance(n.value, str) and (
+                    n.value.startswith(PROCESS_FILES)
+                    or n.value in INTROSPECTION and id(n) in keys):
+                introspection.add(n.value[:40])  # globals()["__builtins__"] too
+            if isinstance(n, ast.Name) and id(n) not in held and any(
+                    m == "kernels" for m in _spellings(n.id, roots)) and n.id in roots:
+                grader.add("the course's package as a value (`k = kernels`: it holds the "
+                           "grader's modules)")
             if name in SIMULATOR_FLAGS or isinstance(n, ast.Constant) and n.value in (
                     "NUMBA_ENABLE_CUDASIM",):
                 flags.add(name or n.value)
