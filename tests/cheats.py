@@ -298,14 +298,6 @@ HOST_TRICKS = {
     copy.copy_to_host()
     return int(np.argmax(x))  # ...but the answer is NumPy's, from the host's input
 ''',
-    "a-kernel-that-leaves-a-mark-then-numpy": '''
-    d_x = cuda.to_device(x)
-    copy = cuda.device_array_like(d_x)
-    _copy[blocks, 128](d_x, copy)  # every element read, and written, by a kernel
-    if copy.copy_to_host()[0] != x[0]:  # no mark: the grader skipped my kernels
-        return -1
-    return int(np.argmax(x))  # ...else NumPy's answer
-''',
     "a-thread-started-during-a-case": '''
     import os
     import threading

@@ -55,8 +55,7 @@ def test_instructors_the_cheats_counted_are_the_ones_tested():
 
 
 def _number(n):
-    tens = {2: "twenty", 3: "thirty", 4: "forty", 5: "fifty"}
-    return WORDS[n] if n < 20 else tens[n // 10] + (f"-{WORDS[n % 10]}" if n % 10 else "")
+    return WORDS[n] if n < 20 else "twenty" + (f"-{WORDS[n - 20]}" if n > 20 else "")
 
 
 def test_instructors_no_fence_is_listed_as_beyond_the_simulator():

@@ -86,45 +86,13 @@ class Elsewhere:
 
 def answer_side(subject, step, *args):
     """step(subject, *args), beside the subject: here, or in the subject's process; while
-    run_cases asks what the answer gives without its kernels, run as `unlaunched`, and
-    while it gives the answer decoys, as `decoyed` (its count of rewired copies kept)."""
-    decoying = _decoyed.cases is not None
+    run_cases asks what the answer gives without its kernels, run as `unlaunched`."""
     if _unlaunched.on:
         step, args = steps.unlaunched, (step.__name__, *args)
-    elif decoying:
-        step, args = steps.decoyed, (step.__name__, _decoyed.cases, *args)
     if isinstance(subject, Elsewhere):
-        result = subject.run(step.__name__, args)
-    else:
-        with launches.poisoned():
-            result = step(subject, *args)
-    if not decoying:
-        return result
-    result, rewired = result
-    _decoyed.rewired += int(rewired)
-    return result
-
-
-class _Decoys:
-    """Within it (given a case's inputs), answer_side runs each step decoyed
-    (decoyed_case): the answer is given decoys, and its copies of them to the device
-    carry the case's inputs; `rewired` counts those copies."""
-
-    def __init__(self):
-        self.cases, self.rewired = None, 0
-
-    def __call__(self, cases):
-        self.given, self.rewired = tuple(cases), 0
-        return self
-
-    def __enter__(self):
-        self.cases = self.given
-
-    def __exit__(self, *exc):
-        self.cases = None
-
-
-_decoyed = _Decoys()
+        return subject.run(step.__name__, args)
+    with launches.poisoned():
+        return step(subject, *args)
 
 
 class _WithoutKernels:
@@ -318,11 +286,9 @@ def run_cases(exercise, cases, run, *, rtol=None, atol=None, repeats=REPEATS, ra
         results.append(Case(description, passed, detail, trivial=trivial))
         if timed_out:
             break  # the GPU may be hung; further cases would hang too
-    # A host function that passed: does its result follow what its kernels were given?
-    # Where it copies nothing rewired, does it give a case's output with them skipped?
+    # A host function that passed: does it give a case's output with its kernels skipped?
     if rule is not None and given is None and all(c.passed for c in results):
-        results.append(decoyed_case(run, cases, rtol, atol)
-                       or _unlaunched_case(run, cases, rtol, atol))
+        results.append(_unlaunched_case(run, cases, rtol, atol))
     if race is not None and not SIMULATOR and not timed_out:
         first = race()
     if first is not None:  # a kernel that writes nothing races with nothing either
@@ -335,63 +301,6 @@ def _varied(expected):
     an answer whose kernels did nothing could give zeros, an empty output, an index 0."""
     values = np.unique(np.asarray(expected, dtype=np.float64))
     return int((np.isfinite(values) & ~np.isin(values, (0, 1, -1))).sum())
-
-
-def decoy(value, rng):
-    """What the host is given in place of a case's input `value` (decoyed_case): an array
-    of numbers of the same shape and type, shuffled and moved (floats scaled and
-    negated, integers shifted, bytes too, booleans flipped), so that what a host would
-    compute from it differs from the case's result; any other value as it is."""
-    if not isinstance(value, np.ndarray) or value.dtype.kind not in "biuf" or value.size < 2:
-        return value
-    moved = rng.permutation(value.ravel()).reshape(value.shape)
-    if value.dtype.kind == "f":
-        moved = moved * value.dtype.type(-1.5) + value.dtype.type(0.25)
-    elif value.dtype.kind == "b":
-        moved = ~moved
-    else:
-        moved = moved + np.array(97, value.dtype)  # wraps around, as integers do
-    return np.ascontiguousarray(moved, value.dtype)
-
-
-def decoyed_case(run, cases, rtol, atol):
-    """The case that asks whether a host function's result comes from its kernels, where
-    it can tell: run with decoys of the inputs (decoy) of the case with the most varied
-    output, while every copy of a decoy to the device carries the case's own input
-    (kernels.checks.transfers), the answer must give that case's output: its kernels
-    worked on the case's input, its host code saw only the decoys. A result computed
-    on the host follows the decoys, whatever marks its kernels left. None where it
-    cannot tell (no copy was rewired, or the answer failed with decoys, as host code
-    that checks its input may): the skipped-kernels case (_unlaunched_case) decides."""
-    description = "the result comes from your kernels (given other inputs on the host, it " \
-                  "follows what your kernels were given)"
-    _, inputs, expected = max(cases[:-1] or cases, key=lambda case: _varied(case[2]))
-    values = inputs if isinstance(inputs, tuple) else (inputs,)
-    generator = rng(0xDEC0)
-    decoys = tuple(decoy(v, generator) for v in values)
-    if all(d is v for d, v in zip(decoys, values)):
-        return None
-    try:
-        with _decoyed(values):
-            got = call_with_time_limit(run, decoys if isinstance(inputs, tuple) else decoys[0],
-                                       seconds=TIME_LIMIT_S)
-        rewired = _decoyed.rewired
-    except Exception:  # it could not run on decoys: the other case decides
-        return None
-    if not rewired:
-        return None
-    try:
-        check(got, expected, name="your result", rtol=rtol, atol=atol)
-    except MismatchError:
-        return Case(description, False, (
-            "your answer was given other inputs on the host, and each copy of them to "
-            "the device carried this case's inputs there; it did not return this case's "
-            "result, so the result was not computed by your kernels from what they were "
-            "given (it followed the host's inputs): the exercise asks for a kernel that "
-            "computes it"))
-    except Exception as err:
-        return Case(description, False, f"your result could not be compared: {err}")
-    return Case(description, True, "", trivial=True)
 
 
 def _unlaunched_case(run, cases, rtol, atol):

@@ -19,7 +19,7 @@ import numpy as np
 from numba import cuda
 
 from kernels import SIMULATOR, cooperative, trace
-from kernels.checks import launches, transfers
+from kernels.checks import launches
 from kernels.harness import MismatchError
 from kernels.trace import remote, wire
 
@@ -76,16 +76,6 @@ def call_with_time_limit(fn, *args, seconds):
 def call(fn, *args):
     """fn(*args): a host function's answer, as it returned it."""
     return fn(*args)
-
-
-@answer_step
-def decoyed(subject, name, cases, *args):
-    """(STEPS[name](subject, *args), how many copies were rewired), where each array of
-    `args` is a decoy that reaches the device, wherever the answer copies it there, as
-    the array of `cases` at its place (kernels.checks.transfers)."""
-    with transfers.rewired(args, cases) as wiring:
-        result = STEPS[name](subject, *args)
-    return result, wiring.count
 
 
 @answer_step

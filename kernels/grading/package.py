@@ -20,9 +20,8 @@ from kernels import harness
 
 EXCLUDED = ("solutions", "__pycache__")  # the answer key, and bytecode of this process
 # What the answer processes import of kernels.checks: the answer steps, the launch
-# record, the rewiring of copies to the device, the exercise table
-# (kernels.grading.submissions reads it), the package's init
-ANSWER_SIDE = ("__init__", "steps", "launches", "transfers", "registry")
+# record, the exercise table (kernels.grading.submissions reads it), the package's init
+ANSWER_SIDE = ("__init__", "steps", "launches", "registry")
 
 
 def files():
