@@ -258,3 +258,11 @@ def test_attributes_and_files_by_names_it_can_read_are_plain(source):
 ])
 def test_routes_an_outside_review_found_are_refused(source):
     assert any(reached(source)[:2])
+
+
+def test_common_words_among_the_library_doors_are_plain_as_the_answer_s_own_names():
+    assert reached("import time\ndef locate(x, v):\n    return x\n"
+                   "def f(x):\n    profile = {'timeit': time.perf_counter()}\n"
+                   "    socket = locate(x, 1)\n    return profile['timeit'], socket") == \
+        ([], [], [])
+    assert "timeit" in reached("from timeit import timeit\ndef f(x):\n    return timeit('1')")[1]

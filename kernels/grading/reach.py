@@ -42,11 +42,13 @@ INTROSPECTION = {"_current_frames", "_getframe", "f_locals", "f_globals", "f_bac
                  # the process's own file descriptors (its pipes to the judge), and
                  # processes of its own
                  "fcntl", "dup", "dup2", "fdopen", "fstat", "subprocess", "Popen", "fork",
-                 "forkpty", "execv", "execve", "execvp", "spawnv", "system", "popen",
-                 # doors an outside review (2026-11-28) went through: code run or names
-                 # resolved from strings by the standard library, frames by other
-                 # attributes, raw memory, processes and descriptors by other calls
-                 "timeit", "runpy", "pydoc", "locate", "mock", "cProfile", "profile",
+                 "forkpty", "execv", "execve", "execvp", "spawnv", "system", "popen"}
+# Doors an outside review (2026-11-28) went through: code run or names resolved from
+# strings by the standard library, frames by other attributes, raw memory, processes
+# and descriptors by other calls. Common words among them (profile, locate, mock), so
+# they count only as what is imported or an attribute read, never as a name of the
+# answer's own or a dict's key.
+LIBRARY_DOORS = {"timeit", "runpy", "pydoc", "locate", "mock", "cProfile", "profile",
                  "InteractiveInterpreter", "InteractiveConsole", "get_type_hints",
                  "_gcd_import", "_importer", "BaseConfigurator", "get_field", "Formatter",
                  "f_builtins", "f_code", "gi_frame", "cr_frame", "currentframe",
@@ -350,9 +352,12 @@ def reach(kept):
                 flags |= {part for a in n.names for part in a.name.split(".")} & SIMULATOR_FLAGS
                 if isinstance(n, ast.ImportFrom) and n.module:
                     flags |= set(n.module.split(".")) & SIMULATOR_FLAGS
+            if isinstance(n, ast.Attribute) and n.attr in LIBRARY_DOORS:
+                introspection.add(n.attr)
             if isinstance(n, (ast.Import, ast.ImportFrom)):
-                introspection |= {a.name.split(".")[0] for a in n.names} & INTROSPECTION
-                if isinstance(n, ast.ImportFrom) and n.module in INTROSPECTION:
-                    introspection.add(n.module)
+                doors = INTROSPECTION | LIBRARY_DOORS
+                introspection |= {part for a in n.names for part in a.name.split(".")} & doors
+                if isinstance(n, ast.ImportFrom):
+                    introspection |= set((n.module or "").split(".")) & doors
         introspection |= set(_computed_names(_nodes(s.node, run=run)))
     return sorted(grader), sorted(introspection), sorted(flags)
