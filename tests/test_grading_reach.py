@@ -226,6 +226,7 @@ def test_names_the_reading_cannot_see_fail_closed(source, found):
     "def f(x):\n    try:\n        return 1 / x\n    except Exception as e:\n"
     "        raise RuntimeError(e.__class__.__name__) from e",
     "import re\ndef f(x, pattern):\n    return re.compile(pattern).findall(x)",
+    "from numba import cuda\ndef f(x):\n    assert cuda.is_available()\n    return x",
     "import gc\nfrom numba import cuda\ndef f(x):\n    d = cuda.to_device(x)\n"
     "    del d\n    gc.collect()",  # the object heap's walkers (get_objects) are found
     "memory = 'system'\nlabel = 'simulator'\ndef f(x):\n    return memory, label",
