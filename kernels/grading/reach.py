@@ -157,10 +157,10 @@ def _strings(kept):
     return found
 
 
-def _registered(kept, roots, run=()):
+def _registered(nodes, roots):
     """The ids of the `sys.modules` nodes that only register a module (`sys.modules[name]
     = module`): a store reads nothing of the table."""
-    return {id(n.value) for s in kept for n in _nodes(s.node, run=run)
+    return {id(n.value) for n in nodes
             if isinstance(n, ast.Subscript) and isinstance(n.ctx, ast.Store)
             and "sys.modules" in _spellings(dotted(n.value) or "", roots)}
 
@@ -192,20 +192,18 @@ def _unreadable(n, roots, strings=(), registered=()):
     return None
 
 
-def _imported(kept, run=()):
-    """{name: the dotted names that the kept statements' imports bind to it}, functions'
+def _imported(nodes):
+    """{name: the dotted names that the imports among `nodes` bind to it}, functions'
     bodies included (`import kernels as k` -> {"k": {"kernels"}})."""
     roots = {}
-    for s in kept:
-        for n in _nodes(s.node, run=run):
-            if isinstance(n, ast.ImportFrom) and n.module and not n.level:
-                for a in n.names:
-                    roots.setdefault(a.asname or a.name, set()).add(f"{n.module}.{a.name}")
-            elif isinstance(n, ast.Import):
-                for a in n.names:
-                    head = a.name.split(".")[0]
-                    roots.setdefault(a.asname or head, set()).add(
-                        a.name if a.asname else head)
+    for n in nodes:
+        if isinstance(n, ast.ImportFrom) and n.module and not n.level:
+            for a in n.names:
+                roots.setdefault(a.asname or a.name, set()).add(f"{n.module}.{a.name}")
+        elif isinstance(n, ast.Import):
+            for a in n.names:
+                head = a.name.split(".")[0]
+                roots.setdefault(a.asname or head, set()).add(a.name if a.asname else head)
     return roots
 
 
@@ -297,18 +295,18 @@ def reach(kept):
     an import binds that the answer never uses are not kept (statements)."""
     grader, introspection, flags = set(), set(), set()
     run = _run_names(kept)
-    roots = _imported(kept, run)
+    walked = [list(_nodes(s.node, run=run)) for s in kept]  # each statement's, read once
+    every = [n for nodes in walked for n in nodes]
+    roots = _imported(every)
     # the names read only for one of their attributes (kernels.harness), not as values
-    held = {id(n.value) for s in kept for n in _nodes(s.node, run=run)
+    held = {id(n.value) for n in every
             if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name)}
-    keys = {id(n.slice) for s in kept for n in _nodes(s.node, run=run)  # d["__import__"]
-            if isinstance(n, ast.Subscript)}
-    strings, registered = _strings(kept), _registered(kept, roots, run)
-    spelled = {m for s in kept for n in _nodes(s.node, run=run)
-               if isinstance(n, (ast.Name, ast.Attribute))
+    keys = {id(n.slice) for n in every if isinstance(n, ast.Subscript)}  # d["__import__"]
+    strings, registered = _strings(kept), _registered(every, roots)
+    spelled = {m for n in every if isinstance(n, (ast.Name, ast.Attribute))
                for m in _spellings(dotted(n) or "", roots)}
-    for s in kept:
-        for n in _nodes(s.node, run=run):
+    for nodes in walked:
+        for n in nodes:
             modules = _by_name(n, roots)
             if isinstance(n, ast.Import):  # `import a.b` binds only `a`: a.b is used
                 modules = [a.name for a in n.names  # where the code spells it
@@ -341,24 +339,20 @@ def reach(kept):
                     n.value.startswith(PROCESS_FILES)
                     or n.value in INTROSPECTION and id(n) in keys):
                 introspection.add(n.value[:40])  # globals()["__builtins__"] too
-            if isinstance(n, ast.Name) and id(n) not in held and any(
-                    m == "kernels" for m in _spellings(n.id, roots)) and n.id in roots:
+            if isinstance(n, ast.Name) and id(n) not in held and \
+                    "kernels" in roots.get(n.id, ()):
                 grader.add("the course's package as a value (`k = kernels`: it holds the "
                            "grader's modules)")
             if name in SIMULATOR_FLAGS or isinstance(n, ast.Constant) and n.value in (
                     "NUMBA_ENABLE_CUDASIM",):
                 flags.add(name or n.value)
-            if isinstance(n, (ast.Import, ast.ImportFrom)):  # numba.cuda.simulator.x too
-                flags |= {a.name for a in n.names} & SIMULATOR_FLAGS
-                flags |= {part for a in n.names for part in a.name.split(".")} & SIMULATOR_FLAGS
-                if isinstance(n, ast.ImportFrom) and n.module:
-                    flags |= set(n.module.split(".")) & SIMULATOR_FLAGS
             if isinstance(n, ast.Attribute) and n.attr in LIBRARY_DOORS:
                 introspection.add(n.attr)
-            if isinstance(n, (ast.Import, ast.ImportFrom)):
-                doors = INTROSPECTION | LIBRARY_DOORS
-                introspection |= {part for a in n.names for part in a.name.split(".")} & doors
-                if isinstance(n, ast.ImportFrom):
-                    introspection |= set((n.module or "").split(".")) & doors
-        introspection |= set(_computed_names(_nodes(s.node, run=run)))
+            if isinstance(n, (ast.Import, ast.ImportFrom)):  # numba.cuda.simulator.x too
+                parts = {part for a in n.names for part in a.name.split(".")}
+                if isinstance(n, ast.ImportFrom) and n.module:
+                    parts |= set(n.module.split("."))
+                flags |= parts & SIMULATOR_FLAGS
+                introspection |= parts & (INTROSPECTION | LIBRARY_DOORS)
+        introspection |= set(_computed_names(nodes))
     return sorted(grader), sorted(introspection), sorted(flags)
