@@ -96,11 +96,13 @@ def _checked(tmp_path, before, count):
     sandbox.readable(tmp_path)
     job = {"folder": str(tmp_path), "sandboxed": False, "names": ["histogram_256"],
            "kernel_only": False, "check_seconds": 60}
-    answer = stand_in.Answer(stand_in.starter(job), ["histogram_256"])
+    forks = stand_in.Forks(job)
+    answer = stand_in.Answer(forks.starter(["histogram_256"], False), ["histogram_256"])
     try:
         return judge.check(registry.EXERCISES["atomics-ex-256"], answer)
     finally:
         answer.close()
+        forks.close()
 
 
 def test_the_answer_s_process_holds_no_deciding_half_of_the_checkers(folder):

@@ -8,7 +8,24 @@ import threading
 
 import pytest
 
-from kernels.grading import answers, channel, stand_in
+from kernels.grading import answers, channel, runner, stand_in
+
+
+class Process:
+    """A plain process as the stand-in sees an answer process (stand_in.Forked)."""
+
+    def __init__(self, argv, **options):
+        self.popen = subprocess.Popen(argv, start_new_session=True, **options)
+
+    def poll(self):
+        return self.popen.poll()
+
+    def wait(self):
+        return self.popen.wait()
+
+    def end(self):
+        runner.kill_group(self.popen)
+        return self.popen.returncode
 
 
 def test_a_process_that_ends_without_a_reply_is_started_afresh_at_the_next_step():
@@ -17,7 +34,7 @@ def test_a_process_that_ends_without_a_reply_is_started_afresh_at_the_next_step(
     def ends_at_once():  # an answer process that ends without a reply
         requests_read, requests_write = os.pipe()
         replies_read, replies_write = os.pipe()
-        proc = subprocess.Popen(["true"], pass_fds=(requests_read, replies_write))
+        proc = Process(["true"], pass_fds=(requests_read, replies_write))
         os.close(requests_read)
         os.close(replies_write)
         starts.append(proc)
@@ -39,8 +56,7 @@ def test_a_reply_that_does_not_carry_the_request_s_number_is_refused():
     def forged():  # an answer process whose reply frame is well formed but forged
         requests_read, requests_write = os.pipe()
         replies_read, replies_write = os.pipe()
-        proc = subprocess.Popen(["sleep", "30"], start_new_session=True)  # its own group,
-        # as the answer processes are: closing the stand-in ends it at once
+        proc = Process(["sleep", "30"])
 
         def reply():
             channel.Reader(requests_read).read()
@@ -53,3 +69,100 @@ def test_a_reply_that_does_not_carry_the_request_s_number_is_refused():
     with pytest.raises(stand_in.AnswerEnded, match="a reply to no request"):
         answer.run(answers.LOAD, ())
     answer.close()
+
+
+# A host function that tells what its process sees: whether an earlier answer process
+# left a mark in a library module, which of its descriptors are sockets, and whether it
+# can read the memory of the process that forked it
+SEES = '''\
+import os
+import numpy
+
+
+def argmax(x):
+    if x == "mark":
+        seen = getattr(numpy, "_left_by_an_answer", False)
+        numpy._left_by_an_answer = True
+        return seen
+    if x == "sockets":
+        found = []
+        for fd in os.listdir("/proc/self/fd"):
+            try:
+                found += [fd] * os.readlink(f"/proc/self/fd/{fd}").startswith("socket:")
+            except OSError:  # the listing's own
+                pass
+        return found
+    if x == "parent":
+        try:
+            with open(f"/proc/{os.getppid()}/mem", "rb"):
+                return "read"
+        except OSError as err:
+            return type(err).__name__
+    if x == "end parent":
+        os.kill(os.getppid(), 9)
+        return "ended"
+'''
+
+
+@pytest.fixture(params=["sandboxed", "unsandboxed"])
+def forks(request):
+    """Forks as the judge makes them, in the sandbox and without, for a notebook of SEES."""
+    import dataclasses
+    import shutil
+    import tempfile
+
+    from planted import notebook, write
+
+    from kernels.grading import package, sandbox
+
+    job = {"sandboxed": False, "check_seconds": 60}
+    if request.param == "sandboxed":
+        try:
+            box = sandbox.find(sandbox.Limits(), runner.library_paths(), gpu=False)
+        except sandbox.Unavailable as err:
+            pytest.skip(str(err))
+        job.update(sandboxed=True, limits=dataclasses.asdict(box.limits), gpu=False,
+                   as_root=box.as_root)
+    folder = tempfile.mkdtemp(prefix="kernels-grade-")  # one the student's user can pass
+    package.write(package.answer_side(package.files()),
+                  os.path.join(folder, runner.PACKAGE_OF["answers"]))
+    write(notebook([SEES], "reduction"), os.path.join(folder, "submission.ipynb"))
+    sandbox.readable(folder)
+    made = stand_in.Forks(dict(job, folder=folder))
+    yield made
+    made.close()
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+def _asked(forks, question):
+    answer = stand_in.Answer(forks.starter(["argmax"], False), ["argmax"])
+    try:
+        return answer.run("call", (question,))
+    except stand_in.AnswerEnded:  # it ended with the process that forked it
+        return "ended"
+    finally:
+        answer.close()
+
+
+def _as_root(forks):
+    """Whether the student's code runs as root: without the sandbox, where the grader is
+    root and no other user can run its Python (--unsafe-no-sandbox says it is unsafe)."""
+    return not forks.job["sandboxed"] and os.geteuid() == 0 and not runner.unprivileged_user()
+
+
+def test_each_answer_process_is_forked_fresh_from_one_that_ran_no_student_code(forks):
+    """What one exercise's code changes in its process is absent from the next one's,
+    though both are forks of the same process; and neither holds the socket the judge
+    orders forks on, nor may read that process's memory."""
+    assert _asked(forks, "mark") is False
+    assert _asked(forks, "mark") is False
+    assert _asked(forks, "sockets") == []
+    if not _as_root(forks):
+        assert _asked(forks, "parent") == "PermissionError"
+
+
+def test_an_answer_that_ends_the_forking_process_ends_only_its_own_answers(forks):
+    """The student's code can end the process that forks it (same user): the next answer
+    process comes from a fresh one, and answers."""
+    assert _asked(forks, "end parent") == "ended"
+    assert _asked(forks, "mark") is False

@@ -1,11 +1,12 @@
 """The process where a student's functions run for the judge: one per exercise.
 
-This is the untrusted side of the grader's trust seam. kernels.grading.judge starts it
-(in the OS sandbox), and it:
+This is the untrusted side of the grader's trust seam. kernels.grading.judge starts,
+in the OS sandbox, a process that enters it (kernels.grading.confine: its user, limits
+and scratch folder), imports what every answer process needs, and then forks one
+fresh answer process for each exercise the judge orders (main); each of those:
 
-1. reads its job from stdin (the notebook, the names the exercise asks for, the two
-   pipes' file descriptors, its scratch folder, and in the sandbox its limits and user),
-   enters the sandbox (kernels.grading.confine);
+1. gets the names the exercise asks for and the two pipes to the judge, and a working
+   folder of its own;
 2. runs only the notebook's statements that those names need (kernels.grading.extract),
    in a fresh namespace: never the whole notebook, so nothing the notebook did at top
    level for any other reason is here;
@@ -173,24 +174,26 @@ def _launched():
     return found
 
 
-def main():
-    confine.drop_editable_install()
-    job = json.loads(sys.stdin.readline())
-    devnull = os.open(os.devnull, os.O_RDWR)
-    for fd in (0, 1, 2):  # what the student's code prints goes nowhere
-        os.dup2(devnull, fd)
-    confine.enter(job, "answers")
-    requests, replies = job["requests"], job["replies"]
-
+def prepare(job):
+    """What every answer process of the job's kind does before it loads an answer: done
+    once, in the process that forks them (main)."""
     import kernels
-    from kernels.checks import launches, steps
-    from kernels.grading import channel, copies, submissions
+    from kernels.checks import launches, steps  # noqa: F401 (imported once, for the forks)
+    from kernels.grading import channel, copies, submissions  # noqa: F401
 
     time_limits(job["check_seconds"])
     if job.get("certify"):
         compile_without_device()
     elif kernels.SIMULATOR:  # the judge has the kernels it launches compiled for a GPU
         launches.record_launched(copies.describe, copies.runnable, copies.library)
+
+
+def serve(job, requests, replies):
+    """Answer the judge's requests on the two pipes until it stops asking."""
+    import kernels
+    from kernels.checks import launches, steps
+    from kernels.grading import channel, copies, submissions
+
     order = contextlib.nullcontext
     if kernels.SIMULATOR:
         from kernels import simulator
@@ -236,7 +239,96 @@ def main():
             channel.send(replies, frame)
         except OSError:
             break
-    os._exit(0)  # threads the student's code left running must not keep the process
+
+
+def fork(job, control, number, order, fds):
+    """Start answer process `number` for `order` (the names it answers, how it loads
+    them) on the pipes `fds`: a fork of this process, which has run no code of the
+    student's. It gets a process group (the judge ends it by that) and a working folder
+    of its own, and never the control socket."""
+    pid = os.fork()
+    if pid:
+        return pid
+    try:
+        control.close()
+        os.setsid()
+        folder = os.path.join(job["scratch"], f"answers-{number}")
+        os.makedirs(folder, exist_ok=True)
+        os.chdir(folder)
+        import numpy as np
+
+        np.random.seed()  # the legacy global stream, as a fresh process has it
+        task = dict(job, names=order["names"], kernel_only=order["kernel_only"],
+                    copies=order["copies"])
+        serve(task, *fds)
+    finally:
+        os._exit(0)  # threads the student's code left running must not keep the process
+
+
+def main():
+    """The process that forks the answer processes of one grading (one per exercise, or
+    one for a notebook's kernels), in the sandbox: it enters the sandbox, imports and
+    sets up what they all need once, then serves the judge's orders on its control
+    socket (kernels.grading.stand_in.Forks): start one (its names, and its two pipes,
+    passed with the order), say whether one ended, end one. It runs no code of the
+    student's, and none of theirs can reach it: it is not dumpable (no process of the
+    sandbox's user may trace it or read its memory), and its answer processes close the
+    control socket first. A fork costs about a millisecond where a fresh process spends
+    about 0.4 s of CPU importing Numba."""
+    import ctypes
+    import signal
+    import socket
+
+    confine.drop_editable_install()
+    job = json.loads(sys.stdin.readline())
+    devnull = os.open(os.devnull, os.O_RDWR)
+    for fd in (0, 1, 2):  # what the student's code prints goes nowhere
+        os.dup2(devnull, fd)
+    confine.enter(job, "answers")
+    ctypes.CDLL(None).prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE: 0, kept by its forks
+    prepare(job)
+    control = socket.socket(fileno=job["control"])
+    children, ended = {}, {}
+
+    def status(number, block):
+        pid = children.get(number)
+        if pid is not None and number not in ended:
+            try:
+                done, code = os.waitpid(pid, 0 if block else os.WNOHANG)
+            except ChildProcessError:
+                done, code = pid, 0
+            if done:
+                ended[number] = os.waitstatus_to_exitcode(code)
+        return ended.get(number)
+
+    while True:
+        try:
+            message, fds, _, _ = socket.recv_fds(control, 1 << 16, 2)
+            order = json.loads(message)
+        except (OSError, ValueError):
+            break
+        if not message:
+            break
+        number = order.get("number")
+        if order.get("start") and len(fds) == 2:
+            children[number] = fork(job, control, number, order, fds)
+            reply = {"started": number}
+        elif order.get("end") and number in children:
+            if number not in ended:
+                try:
+                    os.killpg(children[number], signal.SIGKILL)
+                except OSError:
+                    pass
+            reply = {"status": status(number, True)}
+        else:  # -9: not one of this process's (it replaces one that ended)
+            reply = {"status": status(number, False) if number in children else -9}
+        for fd in fds:
+            os.close(fd)
+        try:
+            control.send(json.dumps(reply).encode())
+        except OSError:
+            break
+    os._exit(0)
 
 
 if __name__ == "__main__":

@@ -5,7 +5,7 @@ The judge (kernels.grading.judge) calls each checker on an `Answer` (or, where s
 kernel exercises share one process, a `Subject` of it): a checker's answer step becomes
 a request, (the step's name, its plain arguments, the name of the student's function,
 a number drawn for the request), written to the answer process (kernels.grading.
-answers, started by `starter` in the sandbox), and the reply, plain data that must
+answers, forked in the sandbox: Forks), and the reply, plain data that must
 carry the number back, becomes the step's result, or the error the student's code
 raised there, said as that error. Launch counts and the kernels launched come back
 with each reply and are counted here (kernels.checks.launches), as the checkers read
@@ -15,6 +15,7 @@ them. A step that does not reply in time ends the process; the next starts a fre
 import json
 import os
 import secrets
+import socket
 import subprocess
 import tempfile
 import threading
@@ -49,12 +50,12 @@ def _raised(kind, message):
 
 class Answer(core.Elsewhere):
     """The student's function for one exercise, in an answer process started by `start`
-    (a function that returns the Popen, the fd to write requests to and the fd to read
-    replies from). A step that does not reply within its time ends the process; the
+    (a function that returns the process, as a Forked: poll, wait, end; the fd to write
+    requests to and the fd to read replies from). A step that does not reply within its time ends the process; the
     next step starts a fresh one."""
 
-    def __init__(self, start, names, sandboxed=False):
-        self.start, self.names, self.sandboxed = start, names, sandboxed
+    def __init__(self, start, names):
+        self.start, self.names = start, names
         self.lock = threading.Lock()
         self.proc = None
         self.loaded = None
@@ -84,11 +85,9 @@ class Answer(core.Elsewhere):
     def close(self):
         """End the answer process (without waiting for a step under way); a later step
         starts a fresh one."""
-        from kernels.grading import runner
-
         proc, self.proc = self.proc, None
         if proc is not None:
-            runner.kill_sandbox(proc) if self.sandboxed else runner.kill_group(proc)
+            proc.end()
             for fd in (self.requests, self.reader.fd):
                 try:
                     os.close(fd)
@@ -197,12 +196,83 @@ def _ended(proc):
     return f"exit status {code}"
 
 
-def starter(job):
-    """A start() for Answer: a fresh answer process for `job` (the runner's: its folder,
-    sandbox, limits, environment), in the sandbox where there is one."""
-    from kernels.grading import runner, sandbox
+class Forked:
+    """An answer process forked by the sandbox's answer process (kernels.grading.answers.
+    main), as the judge sees it: a `number` it asks its Forks about."""
 
-    def start():
+    def __init__(self, forks, number):
+        self.forks, self.number = forks, number
+
+    def poll(self):
+        """None while it runs, else its exit status (negative: killed by that signal;
+        -9 where the process that forked it is gone, and it with it)."""
+        return self.forks.ask({"number": self.number})
+
+    def wait(self):
+        """Its exit status, once it ended (ended now, if it still ran)."""
+        return self.end()
+
+    def end(self):
+        return self.forks.ask({"number": self.number, "end": True})
+
+
+class Forks:
+    """The judge's end of one sandboxed process that forks the answer processes of one
+    kind (a notebook's, or, with `gpu_target`, those where Numba compiles for a GPU)
+    for `job` (the runner's: its folder, sandbox, limits, environment). Started at the
+    first start, ended by close."""
+
+    def __init__(self, job, gpu_target=False):
+        self.job, self.gpu_target = job, gpu_target
+        self.lock = threading.Lock()
+        self.proc = self.control = None
+        self.count = 0
+
+    def starter(self, names, kernel_only, copies=False):
+        """A start() for Answer: a fresh answer process for `names`."""
+        order = {"start": True, "names": list(names), "kernel_only": kernel_only,
+                 "copies": copies}
+
+        def start():
+            request_read, request_write = os.pipe()
+            reply_read, reply_write = os.pipe()
+            with self.lock:
+                self.count += 1
+                number = self.count
+                self._ask(dict(order, number=number), (request_read, reply_write))
+            os.close(request_read)
+            os.close(reply_write)
+            return Forked(self, number), request_write, reply_read
+        return start
+
+    def ask(self, order):
+        with self.lock:
+            reply = self._ask(order)
+        return reply.get("status") if reply else -9
+
+    def _ask(self, order, fds=()):
+        if fds and (self.proc is None or self.proc.poll() is not None):
+            self._begin()  # a start: a fresh one where it ended
+        reply = self._said(order, fds)
+        if fds and reply is None:  # it was ending as it was asked: once more, afresh
+            self._begin()
+            reply = self._said(order, fds)
+        return reply
+
+    def _said(self, order, fds):
+        if self.control is None:
+            return None
+        try:
+            socket.send_fds(self.control, [json.dumps(order).encode()], list(fds))
+            return json.loads(self.control.recv(1 << 16) or b"null")
+        except (OSError, ValueError):  # it ended (a student's process may end it)
+            return None
+
+    def _begin(self):
+        from kernels.grading import runner, sandbox
+
+        self.close()
+        job = self.job
         box = sandbox.Sandbox(sandbox.Limits(**job["limits"]), job["gpu"], job["as_root"]) \
             if job["sandboxed"] else None
         scratch = None
@@ -210,24 +280,29 @@ def starter(job):
             scratch = tempfile.mkdtemp(prefix="answers-", dir=job["folder"])
             os.chmod(scratch, 0o1777)
         argv, task, cwd = runner.student_process("answers", job["folder"], box, scratch)
-        request_read, request_write = os.pipe()
-        reply_read, reply_write = os.pipe()
-        task.update(names=job["names"], kernel_only=job["kernel_only"],
-                    copies=bool(job.get("copies")), certify=bool(job.get("gpu_target")),
-                    check_seconds=job["check_seconds"],
-                    requests=request_read, replies=reply_write)
+        self.control, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        task.update(certify=self.gpu_target, check_seconds=job["check_seconds"],
+                    control=theirs.fileno())
         env = runner.environment(task["scratch"])
-        if job.get("gpu_target"):  # Numba compiles for a GPU there (none need be present)
+        if self.gpu_target:  # Numba compiles for a GPU there (none need be present)
             env["NUMBA_ENABLE_CUDASIM"] = "0"
-        proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
-                                stderr=subprocess.DEVNULL, cwd=cwd, env=env,
-                                pass_fds=(request_read, reply_write), start_new_session=True)
-        os.close(request_read)
-        os.close(reply_write)
+        self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
+                                     stderr=subprocess.DEVNULL, cwd=cwd, env=env,
+                                     pass_fds=(theirs.fileno(),), start_new_session=True)
+        theirs.close()
         try:
-            proc.stdin.write((json.dumps(task) + "\n").encode())
-            proc.stdin.close()
+            self.proc.stdin.write((json.dumps(task) + "\n").encode())
+            self.proc.stdin.close()
         except OSError:
             pass
-        return proc, request_write, reply_read
-    return start
+
+    def close(self):
+        """End it, and every answer process it forked."""
+        from kernels.grading import runner
+
+        proc, self.proc = self.proc, None
+        if self.control is not None:
+            self.control.close()
+            self.control = None
+        if proc is not None:
+            runner.kill_sandbox(proc) if self.job["sandboxed"] else runner.kill_group(proc)
