@@ -176,6 +176,53 @@ def word_length_histogram(data):
     words_table_kernel[8, 256](cuda.to_device(data), hist)
     return hist.copy_to_host()
 '''),
+        ("chunks copied with the byte before and the letters after, each chunk's words counted once", '''
+import numpy as np
+from numba import cuda, int32
+
+
+@cuda.jit(device=True)
+def letter(c):
+    return (c >= 65 and c <= 90) or (c >= 97 and c <= 122)
+
+
+@cuda.jit
+def wc_kernel(data, first, own, hist):
+    # counts the words that START in data[first:first + own]; data has context around
+    local = cuda.shared.array(32, int32)
+    t = cuda.threadIdx.x
+    for b in range(t, 32, cuda.blockDim.x):
+        local[b] = 0
+    cuda.syncthreads()
+    for i in range(first + cuda.grid(1), first + own, cuda.gridsize(1)):
+        if letter(data[i]) and (i == 0 or not letter(data[i - 1])):
+            end = i + 1
+            while end < data.size and letter(data[end]):
+                end += 1
+            cuda.atomic.add(local, min(end - i, 31), 1)
+    cuda.syncthreads()
+    for b in range(t, 32, cuda.blockDim.x):
+        if local[b] != 0:
+            cuda.atomic.add(hist, b, local[b])
+
+
+CH = 1000
+
+
+def word_length_histogram(data):
+    hist = cuda.to_device(np.zeros(32, np.int64))
+    for lo in range(0, data.size, CH):
+        a = max(0, lo - 1)
+        b = min(data.size, lo + CH + 64)
+        piece = np.array(data[a:b])            # a copy with one byte before, 64 after
+        # (word lengths past 31 all count as 31, so 64 bytes of look-ahead is not enough
+        #  in general; extend until a non-letter)
+        while b < data.size and (65 <= piece[-1] <= 90 or 97 <= piece[-1] <= 122):
+            b = min(data.size, b + 64)
+            piece = np.array(data[a:b])
+        wc_kernel[4, 128](cuda.to_device(piece), lo - a, min(CH, data.size - lo), hist)
+    return hist.copy_to_host()
+'''),
     ],
     "atomics-ex-positions": [
         ("one thread per element, a 64-bit counter", '''
@@ -245,6 +292,27 @@ def positions_of(data, value):
     total = cuda.device_array(1, np.int64)
     compact_kernel[1, 1](flags, out, total)
     return out.copy_to_host()[:total.copy_to_host()[0]]
+'''),
+        ("the output sized by a count of the matches made on the host", '''
+import numpy as np
+from numba import cuda
+
+
+@cuda.jit
+def pos_kernel(data, value, out, count):
+    for i in range(cuda.grid(1), data.size, cuda.gridsize(1)):
+        if data[i] == value:
+            slot = cuda.atomic.add(count, 0, 1)
+            if slot < out.size:
+                out[slot] = i
+
+
+def positions_of(data, value):
+    k = int(np.count_nonzero(data == value))   # exactly as many slots as matches
+    out = cuda.device_array(max(k, 1), np.int64)
+    count = cuda.to_device(np.zeros(1, np.int32))
+    pos_kernel[8, 128](cuda.to_device(data), np.uint8(value), out, count)
+    return out.copy_to_host()[:k]
 '''),
     ],
 }

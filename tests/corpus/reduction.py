@@ -326,5 +326,49 @@ def kahan_sum(x, blocks):
     kahan_total_kernel[1, 1](partials, out)
     return out.copy_to_host()[0]
 '''),
+        ("three chunks, each copied and summed apart, the partial sums compensated on the host", '''
+import numpy as np
+from numba import cuda, float64
+
+T = 256
+
+
+@cuda.jit
+def ks_kernel(x, out):
+    p = cuda.shared.array(T, float64)
+    tid = cuda.threadIdx.x
+    s = 0.0
+    c = 0.0
+    for i in range(cuda.grid(1), x.size, cuda.gridsize(1)):
+        y = x[i] - c
+        t = s + y
+        c = (t - s) - y
+        s = t
+    p[tid] = s - c
+    cuda.syncthreads()
+    h = T // 2
+    while h > 0:
+        if tid < h:
+            p[tid] += p[tid + h]
+        cuda.syncthreads()
+        h //= 2
+    if tid == 0:
+        out[cuda.blockIdx.x] = p[0]
+
+def kahan_sum(x, blocks):
+    total = 0.0
+    comp = 0.0
+    for chunk in np.array_split(x, 3):
+        if chunk.size == 0:
+            continue
+        out = cuda.device_array(blocks, np.float64)
+        ks_kernel[blocks, T](cuda.to_device(chunk.copy()), out)
+        for p in out.copy_to_host():          # compensated on the host too
+            y = p - comp
+            t = total + y
+            comp = (t - total) - y
+            total = t
+    return total
+'''),
     ],
 }
