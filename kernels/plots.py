@@ -225,7 +225,7 @@ def colliding_texts(fig, drawn=None):
     near = np.triu((low[:, None] < high[None]).all(-1) & (low[None] < high[:, None]).all(-1), 1)
     found = []
     for i, j in zip(*np.nonzero(near)):
-        (t, size, a), (u, other, b) = lines[i], lines[j]
+        (t, _, a), (u, _, b) = lines[i], lines[j]
         pair = (t.get_text(), u.get_text())
         if u is not t and pair not in found and _gap(a, b) < min(least[i], least[j]):
             found.append(pair)
