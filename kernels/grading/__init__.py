@@ -3,7 +3,9 @@
 The grader's trust seam is in its layout. What runs the student's code, in the OS sandbox:
     worker       the whole notebook, top to bottom, for the notes in the feedback only
     answers      one exercise's functions, loaded alone (extract), answering the judge
-                 (the kernel exercises', whose definitions run no code, share one);
+                 (the kernel exercises', whose definitions run no code, share one),
+                 in a process forked for it from one that imported Numba and the
+                 package and runs no code of the student's;
                  it runs the checkers' answer steps (kernels.checks.steps) and records
                  the race case's trace, from a copy of the package without the rest of
                  the checkers (package.answer_side)
