@@ -101,6 +101,9 @@ def argmax(x):
     if x == "end parent":
         os.kill(os.getppid(), 9)
         return "ended"
+    if x == "stop parent":
+        os.kill(os.getppid(), 19)
+        return "stopped"
 '''
 
 
@@ -165,4 +168,13 @@ def test_an_answer_that_ends_the_forking_process_ends_only_its_own_answers(forks
     """The student's code can end the process that forks it (same user): the next answer
     process comes from a fresh one, and answers."""
     assert _asked(forks, "end parent") == "ended"
+    assert _asked(forks, "mark") is False
+
+
+def test_an_answer_that_stops_the_forking_process_costs_the_judge_a_wait_not_a_hang(
+        forks, monkeypatch):
+    """Stopped (SIGSTOP), the forking process does not reply: the judge waits
+    FORKS_REPLY_S for it, ends it, and the next answer process comes from a fresh one."""
+    monkeypatch.setattr(stand_in, "FORKS_REPLY_S", 3.0)
+    assert _asked(forks, "stop parent") == "stopped"
     assert _asked(forks, "mark") is False

@@ -38,10 +38,12 @@ trace), never the comparison or the reading of the trace: book/instructors.md sa
 
 import ast
 import contextlib
+import ctypes
 import json
 import linecache
 import os
 import re
+import signal
 import sys
 
 from kernels.grading import confine
@@ -254,12 +256,16 @@ def fork(job, control, number, order, fds):
     """Start answer process `number` for `order` (the names it answers, how it loads
     them) on the pipes `fds`: a fork of this process, which has run no code of the
     student's. It gets a process group (the judge ends it by that) and a working folder
-    of its own, and never the control socket."""
+    of its own, never the control socket, and ends when this process ends."""
+    parent = os.getpid()
     pid = os.fork()
     if pid:
         return pid
     try:
         control.close()
+        ctypes.CDLL(None).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG: it ends with it
+        if os.getppid() != parent:  # it ended before that
+            os._exit(0)
         os.setsid()
         folder = os.path.join(job["scratch"], f"answers-{number}")
         os.makedirs(folder, exist_ok=True)
@@ -284,8 +290,6 @@ def main():
     sandbox's user may trace it or read its memory), and its answer processes close the
     control socket first. A fork costs about a millisecond where a fresh process spends
     about 0.4 s of CPU importing Numba."""
-    import ctypes
-    import signal
     import socket
 
     confine.drop_editable_install()
@@ -323,11 +327,12 @@ def main():
             children[number] = fork(job, control, number, order, fds)
             reply = {"started": number}
         elif order.get("end") and number in children:
-            if number not in ended:
-                try:
-                    os.killpg(children[number], signal.SIGKILL)
-                except OSError:
-                    pass
+            if number not in ended:  # its group, and it where it has no group yet
+                for kill in (os.killpg, os.kill):
+                    try:
+                        kill(children[number], signal.SIGKILL)
+                    except OSError:
+                        pass
             reply = {"status": status(number, True)}
         else:  # -9: not one of this process's (it replaces one that ended)
             reply = {"status": status(number, False) if number in children else -9}

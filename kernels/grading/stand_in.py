@@ -25,6 +25,7 @@ from kernels.checks import core, launches, steps
 from kernels.grading import answers, channel, compiled
 
 STEP_MARGIN_S = 10.0  # beyond the checkers' own limits, for a reply to come back
+FORKS_REPLY_S = 60.0
 
 
 class AnswerEnded(RuntimeError):
@@ -265,7 +266,8 @@ class Forks:
         try:
             socket.send_fds(self.control, [json.dumps(order).encode()], list(fds))
             return json.loads(self.control.recv(1 << 16) or b"null")
-        except (OSError, ValueError):  # it ended (a student's process may end it)
+        except (OSError, ValueError):  # it ended or stopped (a student's process may
+            self.close()  # do either): ended with what it forked, replaced at a start
             return None
 
     def _begin(self):
@@ -281,6 +283,9 @@ class Forks:
             os.chmod(scratch, 0o1777)
         argv, task, cwd = runner.student_process("answers", job["folder"], box, scratch)
         self.control, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        # a reply takes a fork or a kill; the first waits for its imports. Longer, it
+        # was stopped (a student's process may): the next start replaces it
+        self.control.settimeout(FORKS_REPLY_S)
         task.update(certify=self.gpu_target, check_seconds=job["check_seconds"],
                     control=theirs.fileno())
         env = runner.environment(task["scratch"])
