@@ -7,7 +7,7 @@ elsewhere in the notebook cost nothing else.
 """
 
 import kernels
-from planted import code_cell, notebook
+from planted import code_cell, module_cell, notebook, solution_source
 
 SAXPY = '''\
 from numba import cuda
@@ -103,6 +103,68 @@ BROKEN_CELLS = [code_cell("%matplotlib inline\n!pip install nothing\n" + SAXPY),
                 code_cell("%%bash\necho hello\n"),
                 "for i in range(100_000):\n    print('spam' * 50)\n"]
 
+# Answers to the 256-bin histogram that go after the other exercises' processes: the
+# answer processes of a notebook are forked in one sandbox (kernels.grading.answers), so
+# each exercise ends with every process of that sandbox ended and its scratch emptied
+ANSWER_PROCESS_ATTACKS = {
+    "stops-the-process-that-forks-answers": '''\
+import os
+import signal
+
+
+def histogram_256(data):
+    os.kill(os.getppid(), signal.SIGSTOP)
+''',
+    "stops-every-other-process": '''\
+import os
+import signal
+
+
+def histogram_256(data):
+    for pid in range(2, 4096):
+        if pid not in (os.getpid(), os.getppid()):
+            try:
+                os.kill(pid, signal.SIGSTOP)
+            except OSError:
+                pass
+''',
+    "leaves-a-process-holding-every-thread": '''\
+import os
+import sys
+import time
+
+HOLDS = """
+import os, threading, time
+os.setsid()
+while True:
+    try:
+        threading.Thread(target=time.sleep, args=(600,), daemon=True).start()
+    except RuntimeError:
+        break
+time.sleep(600)
+"""
+
+
+def histogram_256(data):
+    os.spawnvp(os.P_NOWAIT, sys.executable, [sys.executable, "-c", HOLDS])
+    time.sleep(3)
+''',
+    "fills-the-scratch-folder-names": '''\
+def histogram_256(data):
+    for n in range(3, 40):
+        open(f"/tmp/answers-{n}", "w").close()
+''',
+}
+
+
+def beside_correct_answers(attack):
+    """An atomics notebook: `attack`, and the course's answers to the other two
+    exercises (2 and 3 points), which must keep their points."""
+    return notebook([module_cell("histogram", solution_source("histogram"),
+                                 ["atomics-ex-words", "atomics-ex-positions"]), attack],
+                    "atomics")
+
+
 # name -> (notebook, or raw file text; points expected; text each feedback must hold)
 CASES = {
     "broken-cells": (notebook(BROKEN_CELLS, "gridstride"), 1, [
@@ -139,6 +201,9 @@ CASES = {
     # graded after the notebook that rewrote its copy of the checkers: still fails
     "host-only-after-rewrite": (notebook([HOST_SAXPY], "gridstride"), 0,
                                 ["Not graded automatically: the definition of"]),
+    **{name: (beside_correct_answers(attack), 5, ["word_length_histogram: all",
+                                                  "positions_of: all"])
+       for name, attack in ANSWER_PROCESS_ATTACKS.items()},
 }
 
 

@@ -175,6 +175,6 @@ def test_an_answer_that_stops_the_forking_process_costs_the_judge_a_wait_not_a_h
         forks, monkeypatch):
     """Stopped (SIGSTOP), the forking process does not reply: the judge waits
     FORKS_REPLY_S for it, ends it, and the next answer process comes from a fresh one."""
-    monkeypatch.setattr(stand_in, "FORKS_REPLY_S", 3.0)
+    monkeypatch.setattr(stand_in, "FORKS_REPLY_S", (60.0, 3.0))
     assert _asked(forks, "stop parent") == "stopped"
     assert _asked(forks, "mark") is False

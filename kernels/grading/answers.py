@@ -44,7 +44,9 @@ import linecache
 import os
 import re
 import signal
+import socket
 import sys
+import time
 
 from kernels.grading import confine
 
@@ -252,11 +254,12 @@ def serve(job, requests, replies):
             break
 
 
-def fork(job, control, number, order, fds):
-    """Start answer process `number` for `order` (the names it answers, how it loads
-    them) on the pipes `fds`: a fork of this process, which has run no code of the
-    student's. It gets a process group (the judge ends it by that) and a working folder
-    of its own, never the control socket, and ends when this process ends."""
+def fork(job, control, order, fds):
+    """Start an answer process for `order` (the names it answers, how it loads them) on
+    the pipes `fds`: a fork of this process, which has run no code of the student's.
+    It gets a process group (the judge ends it by that) and a working folder of its own
+    (a name no other can know), never the control socket, and ends when this process
+    ends."""
     parent = os.getpid()
     pid = os.fork()
     if pid:
@@ -267,9 +270,9 @@ def fork(job, control, number, order, fds):
         if os.getppid() != parent:  # it ended before that
             os._exit(0)
         os.setsid()
-        folder = os.path.join(job["scratch"], f"answers-{number}")
-        os.makedirs(folder, exist_ok=True)
-        os.chdir(folder)
+        import tempfile
+
+        os.chdir(tempfile.mkdtemp(prefix="answers-", dir=job["scratch"]))
         import numpy as np
 
         np.random.seed()  # the legacy global stream, as a fresh process has it
@@ -280,18 +283,128 @@ def fork(job, control, number, order, fds):
         os._exit(0)  # threads the student's code left running must not keep the process
 
 
+def _end(pid):
+    """SIGKILL to process `pid`'s group, and to it where it has no group yet."""
+    for kill in (os.killpg, os.kill):
+        try:
+            kill(pid, signal.SIGKILL)
+        except OSError:
+            pass
+
+
+def _emptied(folder):
+    """Remove what is in `folder`, whatever its modes (the student's code may have
+    made a folder unreadable): best effort, as nothing of the grader's is there."""
+    import shutil
+
+    def opened(retry, path, _):
+        try:
+            os.chmod(os.path.dirname(path), 0o700)
+            os.chmod(path, 0o700)
+            retry(path)
+        except OSError:
+            pass
+
+    for name in os.listdir(folder):
+        path = os.path.join(folder, name)
+        if os.path.isdir(path) and not os.path.islink(path):
+            shutil.rmtree(path, onerror=opened)
+        else:
+            try:
+                os.unlink(path)
+            except OSError:
+                pass
+
+
+class Forker:
+    """main's state: the answer processes it forked, by the judge's numbers, and how
+    those that ended ended."""
+
+    def __init__(self, job, control):
+        self.job, self.control = job, control
+        self.children, self.ended = {}, {}
+
+    def status(self, number, block=False):
+        """None while answer process `number` runs, else its exit status; -9 for a
+        number this process never forked (it replaces one that ended)."""
+        pid = self.children.get(number)
+        if pid is None:
+            return -9
+        if number not in self.ended:
+            try:
+                done, code = os.waitpid(pid, 0 if block else os.WNOHANG)
+            except ChildProcessError:
+                done, code = pid, 0
+            if done:
+                self.ended[number] = os.waitstatus_to_exitcode(code)
+        return self.ended.get(number)
+
+    def purge(self):
+        """End every process of the sandbox but this one, and empty the scratch folder:
+        between two exercises, so that nothing one exercise's code left (a process
+        that detached itself, threads counted against the limit, files) meets the
+        next one's. Only in the sandbox's own PID namespace (where this process is 1
+        or 2) does kill(-1) mean that; without the sandbox, its own forks only."""
+        if self.job.get("sandboxed") and os.getpid() <= 2:
+            for _ in range(100):  # a process forked while the last signal went round
+                try:
+                    os.kill(-1, signal.SIGKILL)  # all but this one and the init
+                except ProcessLookupError:
+                    break
+                self._reap()
+                time.sleep(0.01)
+        for pid in self.children.values():
+            _end(pid)
+        self._reap()
+        _emptied(self.job["scratch"])
+        confine.into_scratch(self.job["scratch"], "answers")
+
+    def _reap(self):
+        for number in self.children:
+            self.status(number, block=True)
+
+    def serve(self):
+        """The judge's orders, one at a time, until it closes the socket."""
+        while True:
+            try:
+                message, fds, _, _ = socket.recv_fds(self.control, 1 << 16, 2)
+                order = json.loads(message)
+            except (OSError, ValueError):
+                break
+            if not message:
+                break
+            number = order.get("number")
+            if order.get("start") and len(fds) == 2:
+                self.children[number] = fork(self.job, self.control, order, fds)
+                reply = {"started": number}
+            elif order.get("end") and number in self.children:
+                if number not in self.ended:
+                    _end(self.children[number])
+                reply = {"status": self.status(number, block=True)}
+            elif order.get("purge"):
+                self.purge()
+                reply = {"purged": True}
+            else:
+                reply = {"status": self.status(number)}
+            for fd in fds:
+                os.close(fd)
+            try:
+                self.control.send(json.dumps(reply).encode())
+            except OSError:
+                break
+
+
 def main():
     """The process that forks the answer processes of one grading (one per exercise, or
     one for a notebook's kernels), in the sandbox: it enters the sandbox, imports and
     sets up what they all need once, then serves the judge's orders on its control
     socket (kernels.grading.stand_in.Forks): start one (its names, and its two pipes,
-    passed with the order), say whether one ended, end one. It runs no code of the
-    student's, and none of theirs can reach it: it is not dumpable (no process of the
-    sandbox's user may trace it or read its memory), and its answer processes close the
-    control socket first. A fork costs about a millisecond where a fresh process spends
-    about 0.4 s of CPU importing Numba."""
-    import socket
-
+    passed with the order), say whether one ended, end one, and between two exercises
+    end every other process of the sandbox and empty its scratch folder (Forker.purge).
+    It runs no code of the student's, and none of theirs can reach it: it is not
+    dumpable (no process of the sandbox's user may trace it or read its memory), and
+    its answer processes close the control socket first. A fork costs about a
+    millisecond where a fresh process spends about 0.4 s of CPU importing Numba."""
     confine.drop_editable_install()
     job = json.loads(sys.stdin.readline())
     devnull = os.open(os.devnull, os.O_RDWR)
@@ -300,48 +413,7 @@ def main():
     confine.enter(job, "answers")
     ctypes.CDLL(None).prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE: 0, kept by its forks
     prepare(job)
-    control = socket.socket(fileno=job["control"])
-    children, ended = {}, {}
-
-    def status(number, block):
-        pid = children.get(number)
-        if pid is not None and number not in ended:
-            try:
-                done, code = os.waitpid(pid, 0 if block else os.WNOHANG)
-            except ChildProcessError:
-                done, code = pid, 0
-            if done:
-                ended[number] = os.waitstatus_to_exitcode(code)
-        return ended.get(number)
-
-    while True:
-        try:
-            message, fds, _, _ = socket.recv_fds(control, 1 << 16, 2)
-            order = json.loads(message)
-        except (OSError, ValueError):
-            break
-        if not message:
-            break
-        number = order.get("number")
-        if order.get("start") and len(fds) == 2:
-            children[number] = fork(job, control, number, order, fds)
-            reply = {"started": number}
-        elif order.get("end") and number in children:
-            if number not in ended:  # its group, and it where it has no group yet
-                for kill in (os.killpg, os.kill):
-                    try:
-                        kill(children[number], signal.SIGKILL)
-                    except OSError:
-                        pass
-            reply = {"status": status(number, True)}
-        else:  # -9: not one of this process's (it replaces one that ended)
-            reply = {"status": status(number, False) if number in children else -9}
-        for fd in fds:
-            os.close(fd)
-        try:
-            control.send(json.dumps(reply).encode())
-        except OSError:
-            break
+    Forker(job, socket.socket(fileno=job["control"])).serve()
     os._exit(0)
 
 

@@ -39,12 +39,17 @@ def enter(job, folder="work"):
         if value:
             limit = getattr(resource, f"RLIMIT_{name}")
             resource.setrlimit(limit, (value, value))
-    for name in ("home", "tmp", folder):
-        os.makedirs(os.path.join(job["scratch"], name), exist_ok=True)
-    os.chdir(os.path.join(job["scratch"], folder))
+    into_scratch(job["scratch"], folder)
     resource.setrlimit(resource.RLIMIT_FSIZE, (MAX_FILE_BYTES, MAX_FILE_BYTES))
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
     threading.stack_size(THREAD_STACK)
+
+
+def into_scratch(scratch, folder):
+    """Make the scratch folder's home, tmp and `folder`, and move into `folder`."""
+    for name in ("home", "tmp", folder):
+        os.makedirs(os.path.join(scratch, name), exist_ok=True)
+    os.chdir(os.path.join(scratch, folder))
 
 
 # How the errors that the limits raise read in a report (a thread or a process that

@@ -194,6 +194,7 @@ def main():
     import kernels
 
     out.write(json.dumps({"device": kernels.device()["name"]}) + "\n")
+    out.flush()
     forks = {target: Forks(job, target) for target in (False, True)}
 
     def processes(names, kernel_only, gpu_target=False, copies=False):  # one, started
@@ -222,26 +223,15 @@ def main():
     shared = processes(names, True) if shareable else None
     certifier = (processes(names, True, gpu_target=True)
                  if kernels.SIMULATOR and names else None)
-    own = [ex for ex in exercises_run if ex not in shareable]
-    started = {}
     copier = []
 
     def certifier_of_copies():  # no code of the student's ever runs in either
         if certifier is not None:  # it loaded only kernels' definitions: no extra start
             return certifier
         if not copier:  # else one that loads nothing, at the first host function's pass
-            copier.append(processes(own[0].names, False, gpu_target=True, copies=True))
+            copier.append(processes(["copies"], False, gpu_target=True, copies=True))
         return copier[0]
 
-    def start_own(index):  # the next exercise of its own's processes, started
-        ex = own[index] if index < len(own) else None
-        if ex is None or ex.label in started:
-            return
-        started[ex.label] = [processes(ex.names, ex.kernel), processes(
-            ex.names, ex.kernel, gpu_target=True) if kernels.SIMULATOR and ex.kernel
-            else None]
-
-    start_own(0)
     for exercise in exercises:
         label = exercise.label
         if exercise in skipped:
@@ -255,9 +245,9 @@ def main():
             kernel_certifier = certifier and certifier.of(exercise.names)
             compiler = None
         else:
-            start_own(own.index(exercise))
-            start_own(own.index(exercise) + 1)  # it loads while this one is checked
-            processes_of = started.pop(label)
+            processes_of = [processes(exercise.names, exercise.kernel), processes(
+                exercise.names, exercise.kernel, gpu_target=True)
+                if kernels.SIMULATOR and exercise.kernel else None]
             answer, kernel_certifier = processes_of
             compiler = (certifier_of_copies if kernels.SIMULATOR and not exercise.kernel
                         else None)
@@ -274,6 +264,8 @@ def main():
                     if process is not None:
                         process.close()
         write(label, *result)
+        for each in forks.values():  # nothing this exercise's code left meets the next
+            each.purge()
     for process in (shared, certifier, *copier):
         if process is not None:
             process.close()

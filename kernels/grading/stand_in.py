@@ -25,7 +25,7 @@ from kernels.checks import core, launches, steps
 from kernels.grading import answers, channel, compiled
 
 STEP_MARGIN_S = 10.0  # beyond the checkers' own limits, for a reply to come back
-FORKS_REPLY_S = 60.0
+FORKS_REPLY_S = (60.0, 15.0)  # the first reply (after its imports), the later ones
 
 
 class AnswerEnded(RuntimeError):
@@ -246,6 +246,14 @@ class Forks:
             return Forked(self, number), request_write, reply_read
         return start
 
+    def purge(self):
+        """Between two exercises: every process it did not fork and every answer
+        process ended, its scratch folder emptied (kernels.grading.answers.Forker.purge);
+        ended itself where it does not say it did."""
+        with self.lock:
+            if self.proc is not None and not self._said({"purge": True}, ()):
+                self.close()
+
     def ask(self, order):
         with self.lock:
             reply = self._ask(order)
@@ -265,7 +273,9 @@ class Forks:
             return None
         try:
             socket.send_fds(self.control, [json.dumps(order).encode()], list(fds))
-            return json.loads(self.control.recv(1 << 16) or b"null")
+            reply = json.loads(self.control.recv(1 << 16) or b"null")
+            self.control.settimeout(FORKS_REPLY_S[1])
+            return reply
         except (OSError, ValueError):  # it ended or stopped (a student's process may
             self.close()  # do either): ended with what it forked, replaced at a start
             return None
@@ -285,9 +295,9 @@ class Forks:
         self.control, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         # a reply takes a fork or a kill; the first waits for its imports. Longer, it
         # was stopped (a student's process may): the next start replaces it
-        self.control.settimeout(FORKS_REPLY_S)
+        self.control.settimeout(FORKS_REPLY_S[0])
         task.update(certify=self.gpu_target, check_seconds=job["check_seconds"],
-                    control=theirs.fileno())
+                    control=theirs.fileno(), sandboxed=box is not None)
         env = runner.environment(task["scratch"])
         if self.gpu_target:  # Numba compiles for a GPU there (none need be present)
             env["NUMBA_ENABLE_CUDASIM"] = "0"
