@@ -256,6 +256,12 @@ def test_attributes_and_files_by_names_it_can_read_are_plain(source):
     "import numpy as np\ndef f(x):\n"
     "    return np.lib.stride_tricks.as_strided(np.zeros(1), (2,), (id(x),))",
     "import logging\ndef f(x):\n    return logging.currentframe().f_builtins",
+    # processes of the answer's own, which run code the reading never sees (a review of
+    # the forked answer processes, 2026-11-28)
+    "import os, sys\ndef f(x):\n    os.spawnvp(os.P_NOWAIT, sys.executable, [sys.executable])",
+    "import asyncio\ndef f(x):\n    return asyncio.create_subprocess_exec('python')",
+    "from concurrent.futures import ProcessPoolExecutor\ndef f(x):\n"
+    "    return ProcessPoolExecutor().submit(abs, x)",
 ])
 def test_routes_an_outside_review_found_are_refused(source):
     assert any(reached(source)[:2])

@@ -101,6 +101,23 @@ def argmax(x):
     if x == "end parent":
         os.kill(os.getppid(), 9)
         return "ended"
+    if isinstance(x, str) and x.startswith("alive "):
+        try:
+            os.kill(int(x.split()[1]), 0)
+            return True
+        except OSError:
+            return False
+    if x == "leave a process":
+        import subprocess
+        import sys
+
+        return subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"],
+                                start_new_session=True).pid
+    if x == "leave a file":
+        open(os.path.join(os.environ["HOME"], "left"), "w").close()
+        return os.path.exists(os.path.join(os.environ["HOME"], "left"))
+    if x == "file left":
+        return os.path.exists(os.path.join(os.environ["HOME"], "left"))
     if x == "stop parent":
         os.kill(os.getppid(), 19)
         return "stopped"
@@ -178,3 +195,18 @@ def test_an_answer_that_stops_the_forking_process_costs_the_judge_a_wait_not_a_h
     monkeypatch.setattr(stand_in, "FORKS_REPLY_S", (60.0, 3.0))
     assert _asked(forks, "stop parent") == "stopped"
     assert _asked(forks, "mark") is False
+
+
+def test_between_two_exercises_what_one_left_is_gone(forks):
+    """A process that detached itself (a new session, out of its answer process's
+    group) and a file in the scratch folder do not outlive the purge between two
+    exercises; before it, they are there."""
+    pid = _asked(forks, "leave a process")
+    assert _asked(forks, f"alive {pid}") is True
+    assert _asked(forks, "leave a file") is True
+    forks.purge()
+    if forks.job["sandboxed"]:  # without the sandbox only its own forks are ended
+        assert _asked(forks, f"alive {pid}") is False
+    else:
+        os.kill(pid, 9)
+    assert _asked(forks, "file left") is False

@@ -53,8 +53,10 @@ LIBRARY_DOORS = {"timeit", "runpy", "pydoc", "locate", "mock", "cProfile", "prof
                  "_gcd_import", "_importer", "BaseConfigurator", "get_field", "Formatter",
                  "f_builtins", "f_code", "gi_frame", "cr_frame", "currentframe",
                  "as_strided", "_ctypes", "PyObj_FromPtr", "from_address", "posix_spawn",
-                 "posix_spawnp", "spawnl", "spawnlp", "spawnve", "execl", "execlp",
-                 "execle", "pty", "multiprocessing", "mmap", "socket"}
+                 "posix_spawnp", "spawnl", "spawnlp", "spawnve", "spawnvp", "spawnvpe",
+                 "spawnle", "spawnlpe", "execl", "execlp", "execle", "execlpe", "execvpe",
+                 "create_subprocess_exec", "create_subprocess_shell", "ProcessPoolExecutor",
+                 "pty", "multiprocessing", "mmap", "socket"}
 # Files that are the process itself: its memory, its descriptors
 PROCESS_FILES = ("/proc/", "/dev/fd")
 
