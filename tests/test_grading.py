@@ -150,7 +150,7 @@ def test_correct_answers_pass_their_race_case(planted_grades):
 # The notebooks that wait for a time limit, asleep: graded in a run of their own beside
 # the others, so their waits overlap the others' work instead of following it.
 WAIT_FOR_A_LIMIT = ("infinite-loop", "deadlocked-kernel", "stops-the-process-that-forks-answers",
-                    "leaves-a-process-holding-every-thread")
+                    "stops-every-other-process", "leaves-a-process-holding-every-thread")
 
 
 def grade_hostile(folder):

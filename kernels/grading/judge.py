@@ -264,8 +264,13 @@ def main():
                     if process is not None:
                         process.close()
         write(label, *result)
-        for each in forks.values():  # nothing this exercise's code left meets the next
-            each.purge()
+        # nothing this exercise's code left meets the next: in the answer processes'
+        # sandbox, and in the certifying one where a process of its own loaded its
+        # kernels (the others there run no code of the student's, and keep what their
+        # first compile set up)
+        forks[False].purge()
+        if exercise not in shareable and processes_of[1] is not None:
+            forks[True].purge()
     for process in (shared, certifier, *copier):
         if process is not None:
             process.close()

@@ -199,15 +199,23 @@ def _ended(proc):
 
 class Forked:
     """An answer process forked by the sandbox's answer process (kernels.grading.answers.
-    main), as the judge sees it: a `number` it asks its Forks about."""
+    main), as the judge sees it: a `number` it asks its Forks about, and the read end of
+    its replies' pipe."""
 
-    def __init__(self, forks, number):
-        self.forks, self.number = forks, number
+    def __init__(self, forks, number, replies):
+        self.forks, self.number, self.replies = forks, number, replies
 
     def poll(self):
         """None while it runs, else its exit status (negative: killed by that signal;
-        -9 where the process that forked it is gone, and it with it)."""
-        return self.forks.ask({"number": self.number})
+        -9 where the process that forked it is gone, and it with it). Read from its
+        pipe, which ends with it: the forking process is asked only once it ended."""
+        import select
+
+        watch = select.poll()
+        watch.register(self.replies, select.POLLHUP)
+        ended = any(event & (select.POLLHUP | select.POLLERR | select.POLLNVAL)
+                    for _, event in watch.poll(0))
+        return self.wait() if ended else None
 
     def wait(self):
         """Its exit status, once it ended (ended now, if it still ran)."""
@@ -243,7 +251,7 @@ class Forks:
                 self._ask(dict(order, number=number), (request_read, reply_write))
             os.close(request_read)
             os.close(reply_write)
-            return Forked(self, number), request_write, reply_read
+            return Forked(self, number, reply_read), request_write, reply_read
         return start
 
     def purge(self):
