@@ -353,8 +353,9 @@ class Forker:
                     break
                 self._reap()
                 time.sleep(0.01)
-        for pid in self.children.values():
-            _end(pid)
+        for number, pid in self.children.items():
+            if number not in self.ended:  # a reaped one's pid may be another's now
+                _end(pid)
         self._reap()
         _emptied(self.job["scratch"])
         confine.into_scratch(self.job["scratch"], "answers")

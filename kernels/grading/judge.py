@@ -210,8 +210,9 @@ def main():
     refused = {ex.label: result for ex in exercises if ex not in skipped
                if (result := refusal(ex, found))}
     exercises_run = [ex for ex in exercises if ex not in skipped and ex.label not in refused]
-    # The kernels whose definitions run no code of the student's share one process: the
-    # others get a fresh one each, started one ahead. On the simulator, one process
+    # The kernels whose definitions run no code of the student's share one process
+    # (forked again after each exercise's purge): the others get a fresh one each,
+    # forked at their turn. On the simulator, one process
     # compiles those kernels for a GPU, and also the kernels that host functions
     # launched, each made again there from its description (kernels.grading.compiled);
     # without kernel exercises, one into which nothing of the notebook is loaded does:

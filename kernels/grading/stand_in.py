@@ -52,8 +52,8 @@ def _raised(kind, message):
 class Answer(core.Elsewhere):
     """The student's function for one exercise, in an answer process started by `start`
     (a function that returns the process, as a Forked: poll, wait, end; the fd to write
-    requests to and the fd to read replies from). A step that does not reply within its time ends the process; the
-    next step starts a fresh one."""
+    requests to and the fd to read replies from). A step that does not reply within its
+    time ends the process; the next step starts a fresh one."""
 
     def __init__(self, start, names):
         self.start, self.names = start, names
