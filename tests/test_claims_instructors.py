@@ -88,3 +88,14 @@ def test_instructors_the_simulators_concurrency_is_the_modules():
     gpu_case = re.search(r"np\.full\(([\d_]+), 97", inspect.getsource(histogram.histogram_256))
     size = int(gpu_case.group(1).replace("_", ""))
     assert f"`histogram_256` also counts {size:,} equal bytes" in said
+
+
+def test_instructors_a_stopped_forking_process_costs_the_reply_wait():
+    """instructors.md: "One that stops it (SIGSTOP) costs the notebook the judge's wait
+    for a reply, 15 s, and a fresh one takes over" (a later reply's limit,
+    kernels.grading.stand_in.FORKS_REPLY_S)."""
+    from kernels.grading import stand_in
+
+    said = " ".join(PAGE.split())
+    assert (f"costs the notebook the judge's wait for a reply, "
+            f"{stand_in.FORKS_REPLY_S[1]:g} s, and a fresh one takes over") in said
