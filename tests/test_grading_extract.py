@@ -99,6 +99,13 @@ def test_the_last_definition_wins_as_in_the_notebook():
     k = cuda.jit("void(int32[::1])")(lambda_free := None) if False else None
     """,
     """
+    from numba import cuda
+    jit = cuda.jit(fastmath=True)
+    @jit
+    def k(x):
+        x[0] = 1
+    """,
+    """
     try:
         from numba import cuda
     except ImportError:
@@ -143,7 +150,19 @@ def test_kernels_made_by_numba_from_functions_and_values_are_kernel_only(source)
     ("def float(x):\n    return 1.0\nfrom numba import cuda\nBIG = float('inf')\n"
      "@cuda.jit\ndef k(x):\n    x[0] = BIG\n", "it computes float('inf')"),
     ("from numba import cuda\nimport os\n@cuda.jit\ndef k(x, y=os.system('true')):\n"
-     "    pass\n", "k is made by os.system"),
+     "    pass\n", "k is made with os.system"),
+    # a decorator is called: a name, an element or a choice that finds the student's
+    # function runs it (an outside review patched the compiler so from one)
+    ("from numba import cuda\ndef gpu(f):\n    return cuda.jit(f)\n@gpu\ndef k(x):\n"
+     "    pass\n", "k is made by gpu"),
+    ("from numba import cuda\ndef gpu(f):\n    return cuda.jit(f)\nD = [gpu]\n@D[0]\n"
+     "def k(x):\n    pass\n", "k is made by D[0]"),
+    ("from numba import cuda\ndef gpu(f):\n    return cuda.jit(f)\n"
+     "@(cuda.jit if False else gpu)\ndef k(x):\n    pass\n", "k is made by cuda.jit if"),
+    ("from numba import cuda\nfrom numba.cuda import jit\ndef jit(f):\n"
+     "    return cuda.jit(f)\n@jit\ndef k(x):\n    pass\n", "k is made by jit"),
+    ("from numba import cuda\ndef gpu(f):\n    return cuda.jit(f)\njit = cuda.jit\n"
+     "jit = gpu\n@jit\ndef k(x):\n    pass\n", "k is made by jit"),
     ("from numba import cuda\nG = {}\nG['a'] = 1\n@cuda.jit\ndef k(x):\n    x[0] = G\n",
      "it changes G in place"),
     ("from numba import cuda\nimport numpy as np\nT = np.zeros(4)\nT[1:] = 1\n"

@@ -144,6 +144,34 @@ def compile_without_device():
     cuda.jit = lazy_jit
 
 
+# Options of a GPU's cuda.jit that change only how the GPU compiles a kernel, which
+# Numba's simulator does not take: dropped there, so that a kernel a GPU takes loads
+GPU_ONLY_OPTIONS = ("lineinfo", "max_registers", "launch_bounds", "forceinline", "lto")
+
+
+def jit_as_a_gpu_takes():
+    """Make Numba's jit decorators take what they take in a notebook on a GPU. `cache`
+    is dropped: Numba caches a notebook cell's function by IPython's cell files, and a
+    cell run here is not one (it raised "no locator available"), while each answer is
+    compiled afresh anyway. On the simulator the GPU-only options are dropped too (the
+    certifying process compiles the kernel exercises' kernels with them, for a GPU)."""
+    import functools
+
+    import numba
+    from numba import cuda
+
+    from kernels import SIMULATOR
+
+    def taking(jit, dropped):
+        @functools.wraps(jit)
+        def jit_(*args, **options):
+            return jit(*args, **{k: v for k, v in options.items() if k not in dropped})
+        return jit_
+
+    cuda.jit = taking(cuda.jit, ("cache",) + (GPU_ONLY_OPTIONS if SIMULATOR else ()))
+    numba.jit, numba.njit = (taking(f, ("cache",)) for f in (numba.jit, numba.njit))
+
+
 def _host(value):
     """`value` with device arrays copied to the host, for the channel."""
     if hasattr(value, "copy_to_host"):
@@ -195,6 +223,7 @@ def prepare(job):
     from kernels.grading import copies
 
     time_limits(job["check_seconds"])
+    jit_as_a_gpu_takes()
     if job.get("certify"):
         compile_without_device()
     elif kernels.SIMULATOR:  # the judge has the kernels it launches compiled for a GPU

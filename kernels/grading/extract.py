@@ -234,7 +234,18 @@ def kernel_only(found, names):
                 roots.update({a.asname or a.name.split(".")[0]:
                               a.name if a.asname else a.name.split(".")[0]
                               for a in node.names})
+    # a module's name that a definition or assignment rebinds names that, not the module
+    rebound = set().union(*(s.binds for s in kept
+                            if not isinstance(s.node, (ast.Import, ast.ImportFrom))))
+    roots = {name: module for name, module in roots.items() if name not in rebound}
     check = _KernelOnly(roots, set().union(*(s.binds for s in kept)))
+    # a name bound to Numba's jit (jit = cuda.jit(fastmath=True)) decorates as it does,
+    # where no other statement binds it
+    aliases = {t.id for s in kept if isinstance(s.node, ast.Assign)
+               and check.is_jit(s.node.value) for t in s.node.targets
+               if isinstance(t, ast.Name)}
+    check.aliases = {a for a in aliases
+                     if sum(a in s.binds for s in kept) == 1}
     for s in kept:
         why = check.statement(s.node)
         if why:
@@ -253,6 +264,7 @@ class _KernelOnly:
 
     def __init__(self, roots, bound):
         self.roots, self.bound = roots, bound
+        self.aliases = set()  # names bound to Numba's jit (kernel_only)
 
     def statement(self, node):
         """Why `node` runs code of the student's, or ""."""
@@ -263,9 +275,14 @@ class _KernelOnly:
                          *filter(None, (node.args.vararg, node.args.kwarg))]
             values = [*node.args.defaults, *node.args.kw_defaults, node.returns,
                       *(a.annotation for a in arguments)]
-            for expr in [*node.decorator_list, *filter(None, values)]:
-                if not (self.is_jit(expr) or self.plain(expr)):
+            # a decorator is called: Numba's jit only (a name of the student's would
+            # run the student's function here)
+            for expr in node.decorator_list:
+                if not self.is_jit(expr):
                     return f"{node.name} is made by {ast.unparse(expr)[:60]}, not by cuda.jit"
+            for expr in filter(None, values):
+                if not self.plain(expr):
+                    return f"{node.name} is made with {ast.unparse(expr)[:60]}"
             return ""
         if isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
@@ -296,7 +313,8 @@ class _KernelOnly:
         """cuda.jit, numba.cuda.jit, numba.njit, jit: bare, or called with plain values."""
         if isinstance(expr, ast.Call):
             return self.is_jit(expr.func) and self.plain_arguments(expr)
-        return self.module_of(expr) in ("numba.cuda.jit", "numba.jit", "numba.njit")
+        return (self.module_of(expr) in ("numba.cuda.jit", "numba.jit", "numba.njit")
+                or isinstance(expr, ast.Name) and expr.id in self.aliases)
 
     def plain_arguments(self, call):
         return all(self.plain(a.value if isinstance(a, ast.Starred) else a)

@@ -40,6 +40,15 @@ def saxpy_kernel(a, x, y, out):
     for i in range(first, n, every):
         out[i] = y[i] + x[i] * a
 '''),
+        ("compiled once and cached on disk (cache=True)", '''
+from numba import cuda
+
+
+@cuda.jit(cache=True)
+def saxpy_kernel(a, x, y, out):
+    for i in range(cuda.grid(1), out.size, cuda.gridsize(1)):
+        out[i] = a * x[i] + y[i]
+'''),
     ],
     "gridstride-ex-clip": [
         ("rows from the grid's y, columns from x, by hand", '''
@@ -62,6 +71,18 @@ def clip_2d_kernel(x, lo, hi, out):
             out[r, c] = v
             c += cuda.blockDim.x * cuda.gridDim.x
         r += cuda.blockDim.y * cuda.gridDim.y
+'''),
+        ("line numbers for the profiler (lineinfo), min and max", '''
+from numba import cuda
+
+
+@cuda.jit(lineinfo=True)
+def clip_2d_kernel(x, lo, hi, out):
+    rows, cols = cuda.grid(2)
+    drows, dcols = cuda.gridsize(2)
+    for r in range(rows, x.shape[0], drows):
+        for c in range(cols, x.shape[1], dcols):
+            out[r, c] = min(max(x[r, c], lo), hi)
 '''),
         ("one flat index over the 2D grid's threads", '''
 from numba import cuda
@@ -138,6 +159,18 @@ def reverse_inplace_kernel(x):
     for j in range(n - 1 - cuda.grid(1), (n - 1) // 2, -stride):
         i = n - 1 - j
         x[i], x[j] = x[j], x[i]
+'''),
+        ("a register limit, by a name bound to the decorator", '''
+from numba import cuda
+
+few_registers = cuda.jit(max_registers=32)
+
+
+@few_registers
+def reverse_inplace_kernel(x):
+    n = x.size
+    for i in range(cuda.grid(1), n // 2, cuda.gridsize(1)):
+        x[i], x[n - 1 - i] = x[n - 1 - i], x[i]
 '''),
     ],
 }
