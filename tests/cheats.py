@@ -190,6 +190,23 @@ assert not any(b"SECRET" in text for text in found)
 
 # Kernels whose bodies do what only Python can: the simulator runs a kernel as Python
 KERNEL_BODIES = {
+    # a decorator named bare runs when the kernel is defined, in every process that
+    # loads the kernel exercises' definitions: the certifying one too (an outside review)
+    "a-bare-decorator-turns-off-the-compile": '''\
+from numba import cuda
+
+
+def gpu(f):
+    cuda.compile_ptx = lambda *a, **k: ("", None)
+    return cuda.jit(f)
+
+
+@gpu
+def reverse_inplace_kernel(x):
+    for i in range(cuda.grid(1), x.size // 2, cuda.gridsize(1)):
+        j = sorted([i, x.size - 1 - i])[1]  # a list and sorted(): Python only
+        x[i], x[j] = x[j], x[i]
+''',
     "a-kernel-that-calls-numpy": '''\
 import numpy as np
 from numba import cuda

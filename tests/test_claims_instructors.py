@@ -44,8 +44,8 @@ def test_instructors_gpu_survivors_are_the_ones_the_results_file_holds():
 
 
 def test_instructors_the_cheats_counted_are_the_ones_tested():
-    """instructors.md: "`tests/cheats.py` holds twenty-eight such cheats. All
-    twenty-eight earn nothing" (tests/test_grading.py grades every one of cheats.CASES
+    """instructors.md: "`tests/cheats.py` holds thirty such cheats. All
+    thirty earn nothing" (tests/test_grading.py grades every one of cheats.CASES
     and expects nothing for it)."""
     said = " ".join(PAGE.split())
     found = re.search(r"`tests/cheats\.py` holds ([\w-]+) such cheats\. All ([\w-]+) earn "
@@ -55,7 +55,11 @@ def test_instructors_the_cheats_counted_are_the_ones_tested():
 
 
 def _number(n):
-    return WORDS[n] if n < 20 else "twenty" + (f"-{WORDS[n - 20]}" if n > 20 else "")
+    tens, ones = divmod(n, 10)
+    if n <= 20:
+        return WORDS[n]
+    name = ("twenty", "thirty", "forty")[tens - 2]
+    return name + (f"-{WORDS[ones]}" if ones else "")
 
 
 def test_instructors_no_fence_is_listed_as_beyond_the_simulator():
