@@ -238,6 +238,11 @@ def test_a_kernel_that_only_python_can_run_fails_on_the_simulator(hostile_grades
         if name == "a-kernel-that-walks-frames":
             assert "Not graded automatically: its code uses _getframe" in text, text
             continue
+        if name == "a-bare-decorator-turns-off-the-compile":  # its decorator never runs
+            assert ("the definition of `reverse_inplace_kernel` runs code of yours when it "
+                    "is loaded" in text), text
+            assert rows[name]["flags"] == "gridstride-ex-reverse", text
+            continue
         if kernels.SIMULATOR:
             assert "your `reverse_inplace_kernel` does not compile for a GPU" in text, text
         assert not rows[name]["flags"], text
