@@ -62,14 +62,16 @@ def rotate_rows(kernel):
     def run(inputs):
         return answer_side(kernel, steps.rotated, *inputs)
 
-    m = np.full((3, 97), -1, np.int32)  # two grid-stride rounds or more per thread
-    m[0] = rng.integers(0, 10**6, 97)
+    # two grid-stride rounds or more per thread, at a width drawn for the run
+    cols = core.drawn_size(rng, 97, 120)
+    m = np.full((3, cols), -1, np.int32)
+    m[0] = rng.integers(0, 10**6, cols)
     expected = m.copy()
     for row in range(1, 3):
         expected[row] = np.roll(expected[row - 1], -1)
     # several blocks live, where the value cases on the simulator run one: values too
     return run_cases("rotate_rows", cases, run, race=races.kernel(
-        kernel, RACE_LAUNCH, (m,), "[3, 16] on a 3 x 97 matrix", expected=expected,
+        kernel, RACE_LAUNCH, (m,), f"[3, 16] on a 3 x {cols} matrix", expected=expected,
         output=0, needs=("work_shared",)))
 
 
@@ -96,13 +98,14 @@ def normalize_by_max(kernel):
     def run(inputs):
         return answer_side(kernel, steps.normalized, *inputs)
 
-    x = rng.uniform(-50, 100, 101).astype(np.float32)  # 2 rounds or more per thread
+    # 2 rounds or more per thread, at a size drawn for the run
+    x = rng.uniform(-50, 100, core.drawn_size(rng, 97, 120)).astype(np.float32)
     # the maximum in one block's share only: a block that divides by its own maximum
     # gets its values wrong
-    x[int(rng.integers(101))] = 100.5
+    x[int(rng.integers(x.size))] = 100.5
     return run_cases("normalize_by_max", cases, run, race=races.kernel(
         kernel, RACE_LAUNCH, (x, np.full_like(x, np.nan), np.full(1, -np.inf, np.float32)),
-        "[3, 16] on n=101", expected=x / x.max(), output=1, needs=("work_shared",)))
+        f"[3, 16] on n={x.size}", expected=x / x.max(), output=1, needs=("work_shared",)))
 
 
 def _sweep(v):

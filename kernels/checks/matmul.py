@@ -81,8 +81,8 @@ def tiled_transpose(kernel):
         return kernel, (blocks, (TRANSPOSE_TILE, TRANSPOSE_TILE)), (a, out), 1
 
     run = launched_on_device(launch, "out")
-    a = rng.standard_normal((16, 20)).astype(np.float32)
-    race = races.kernel(*launch(a)[:3], "2 blocks of 16 x 16 on a 16 x 20 matrix",
+    a = rng.standard_normal((16, core.drawn_size(rng, 17, 31, 16))).astype(np.float32)
+    race = races.kernel(*launch(a)[:3], f"2 blocks of 16 x 16 on a 16 x {a.shape[1]} matrix",
                         needs=("shared_tile",), expected=a.T.copy(), output=1)
     return hints.attach(run_cases("tiled_transpose", cases, run, race=race), cases, launch)
 
@@ -104,9 +104,10 @@ def tiled_matvec(kernel):
         return kernel, (math.ceil(a.shape[0] / MATVEC_THREADS), MATVEC_THREADS), (a, x, y), 2
 
     run = launched_on_device(launch, "y")
-    a = rng.standard_normal((70, 130)).astype(np.float32)
-    x = rng.standard_normal(130).astype(np.float32)
-    race = races.kernel(*launch((a, x))[:3], "2 blocks of 64 on a 70 x 130 matrix",
+    m, n = core.drawn_size(rng, 65, 80, 64), core.drawn_size(rng, 100, 140, 64)
+    a = rng.standard_normal((m, n)).astype(np.float32)
+    x = rng.standard_normal(n).astype(np.float32)
+    race = races.kernel(*launch((a, x))[:3], f"2 blocks of 64 on a {m} x {n} matrix",
                         needs=("shared_tile",), expected=a.astype(np.float64) @ x,
                         output=2, rtol=MATVEC_RTOL, atol=MATVEC_ATOL)
     return hints.attach(run_cases("tiled_matvec", cases, run, rtol=MATVEC_RTOL,

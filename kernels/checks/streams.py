@@ -19,11 +19,14 @@ from kernels.checks.steps import NEW_STREAM
 __all__ = ["stream_add", "chunked_streams_add", "bounded_streams_add"]
 
 SIZES = (1, 17, 1001) if SIMULATOR else (1, 17, 1001, 1_000_003, 20_000_003)
-RACE_SIZE = 50  # the race case: a few small chunks
+RACE_SIZES = (40, 64)  # the race case's n, drawn for the run: a few small chunks
 
 
 def _race_inputs(rng):
-    return tuple(rng.integers(-2**30, 2**30, RACE_SIZE, dtype=np.int32) for _ in range(2))
+    """a and b of the race case, of a size drawn for the run: the traced call is not
+    told apart from the others by its size."""
+    n = core.drawn_size(rng, *RACE_SIZES)
+    return tuple(rng.integers(-2**30, 2**30, n, dtype=np.int32) for _ in range(2))
 
 
 def _cases(rng, settings):
@@ -45,8 +48,9 @@ def stream_add(fn):
     """Check fn(a, b, out, stream) writes a + b into out (int32) and waits for it."""
     rng = core.rng(61)
     cases = _cases(rng, lambda n: [((NEW_STREAM,), "")])
+    a, b = _race_inputs(rng)
     return run_cases("stream_add", cases, _run(fn), race=races.host(
-        fn, (*_race_inputs(rng), NEW_STREAM), f"n={RACE_SIZE}", via=steps.added,
+        fn, (a, b, NEW_STREAM), f"n={a.size}", via=steps.added,
         needs=("on_the_given_stream",)))
 
 
@@ -54,8 +58,9 @@ def chunked_streams_add(fn):
     """Check fn(a, b, out, chunks) writes a + b into out (int32) and waits for it."""
     rng = core.rng(62)
     cases = _cases(rng, lambda n: [((c,), f", {c} chunks") for c in (1, 3, 4, 16) if c <= n])
+    a, b = _race_inputs(rng)
     return run_cases("chunked_streams_add", cases, _run(fn), race=races.host(
-        fn, (*_race_inputs(rng), 3), f"n={RACE_SIZE}, 3 chunks", via=steps.added))
+        fn, (a, b, 3), f"n={a.size}, 3 chunks", via=steps.added))
 
 
 def bounded_streams_add(fn):
@@ -64,5 +69,6 @@ def bounded_streams_add(fn):
     settings = ((1, 1), (5, 2), (8, 3), (16, 4), (3, 4))
     cases = _cases(rng, lambda n: [((c, s), f", {c} chunks on {s} streams")
                                    for c, s in settings if c <= n])
+    a, b = _race_inputs(rng)
     return run_cases("bounded_streams_add", cases, _run(fn), race=races.host(
-        fn, (*_race_inputs(rng), 5, 2), f"n={RACE_SIZE}, 5 chunks on 2 streams", via=steps.added))
+        fn, (a, b, 5, 2), f"n={a.size}, 5 chunks on 2 streams", via=steps.added))
