@@ -25,13 +25,9 @@ book: $(STAMP)  ## build the HTML book, every chapter executed (simulator withou
 	COURSE_STRICT_FIGURES=1 $(VENV)/bin/jupyter-book build . --all --warningiserror --keep-going
 	@echo "The book is at file://$(CURDIR)/_build/html/index.html"
 
-# Tests that share an expensive fixture stay on one worker (conftest.py). One worker
-# more than the cores: while one waits (a browser, a Colab runtime's install, a grader's
-# time limit) the others keep every core busy (on 2 cores, under a /proc profiler that
-# slows both: 10:05 with 3 workers, 10:47 with 2, the cores idle 9% of the time then)
-WORKERS := $(shell expr $$(nproc) + 1)
+# Both cores: tests that share an expensive fixture stay on one worker (conftest.py).
 test: $(STAMP) $(CHROMEDRIVER) $(BWRAP)  ## the test suite (what .ci/run runs)
-	$(PY) -m pytest -n $(WORKERS) --dist loadgroup
+	$(PY) -m pytest -n auto --dist loadgroup
 
 # Debian's Chromium and its ChromeDriver run the browser tests of the built site
 # (tests/test_site.py, through Selenium). CI runs as root on Debian; elsewhere sudo.
