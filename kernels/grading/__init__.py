@@ -25,6 +25,7 @@ The rest:
     reach        what those statements reach beyond the exercise (the grader's modules,
                  introspection, the simulator's flag), read from the code, never run
     confine      what a sandboxed process does first (user, limits, scratch folder)
+    targets      what Numba targets there: a GPU's compile without a GPU, and jit's options
     sandbox      the bubblewrap command line
     runner       start the worker and the judge for each submission, collect what they say
     compiled     the judge's side of compiling the kernels a host function launched
