@@ -106,6 +106,13 @@ def test_the_last_definition_wins_as_in_the_notebook():
         x[0] = 1
     """,
     """
+    from numba import cuda
+    SIG = "void(int32[::1])"
+    @cuda.jit(SIG, fastmath=True)
+    def k(x):
+        x[0] = 1
+    """,
+    """
     try:
         from numba import cuda
     except ImportError:
@@ -163,6 +170,17 @@ def test_kernels_made_by_numba_from_functions_and_values_are_kernel_only(source)
      "    return cuda.jit(f)\n@jit\ndef k(x):\n    pass\n", "k is made by jit"),
     ("from numba import cuda\ndef gpu(f):\n    return cuda.jit(f)\njit = cuda.jit\n"
      "jit = gpu\n@jit\ndef k(x):\n    pass\n", "k is made by jit"),
+    # a kernel or device function made from the student's function runs it when called
+    ("from numba import cuda\ndef evil(f):\n    return cuda.jit(f)\n"
+     "@cuda.jit(device=True)(evil)\ndef k(x):\n    pass\n", "k is made by cuda.jit(device"),
+    ("from numba import cuda\ndef evil(f):\n    return f\n@cuda.jit(evil)\ndef k(x):\n"
+     "    pass\n", "k is made by cuda.jit(evil)"),
+    ("from numba import cuda\ndef evil(f):\n    return cuda.jit(f)\n"
+     "helper = cuda.jit(device=True)(evil)\n@helper\ndef k(x):\n    pass\n",
+     "k is made by helper"),
+    ("from numba import cuda\ndef evil(x):\n    return 1\n"
+     "N = cuda.jit(device=True)(evil)(2)\n@cuda.jit\ndef k(x):\n    x[0] = N\n",
+     "it computes cuda.jit(device=True)(evil)(2)"),
     ("from numba import cuda\nG = {}\nG['a'] = 1\n@cuda.jit\ndef k(x):\n    x[0] = G\n",
      "it changes G in place"),
     ("from numba import cuda\nimport numpy as np\nT = np.zeros(4)\nT[1:] = 1\n"

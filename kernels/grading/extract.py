@@ -239,13 +239,14 @@ def kernel_only(found, names):
                             if not isinstance(s.node, (ast.Import, ast.ImportFrom))))
     roots = {name: module for name, module in roots.items() if name not in rebound}
     check = _KernelOnly(roots, set().union(*(s.binds for s in kept)))
-    # a name bound to Numba's jit (jit = cuda.jit(fastmath=True)) decorates as it does,
-    # where no other statement binds it
-    aliases = {t.id for s in kept if isinstance(s.node, ast.Assign)
-               and check.is_jit(s.node.value) for t in s.node.targets
-               if isinstance(t, ast.Name)}
-    check.aliases = {a for a in aliases
-                     if sum(a in s.binds for s in kept) == 1}
+    # names bound once: to a signature's text (SIG = "void(int32[::1])"), or to Numba's
+    # jit (jit = cuda.jit(fastmath=True)), which decorates as it does
+    once = {name for s in kept for name in s.binds if sum(name in t.binds for t in kept) == 1}
+    assigned = [(t.id, s.node.value) for s in kept if isinstance(s.node, ast.Assign)
+                for t in s.node.targets if isinstance(t, ast.Name) and t.id in once]
+    check.signatures = {name for name, value in assigned
+                        if isinstance(value, ast.Constant) and isinstance(value.value, str)}
+    check.aliases = {name for name, value in assigned if check.is_jit(value)}
     for s in kept:
         why = check.statement(s.node)
         if why:
@@ -265,6 +266,7 @@ class _KernelOnly:
     def __init__(self, roots, bound):
         self.roots, self.bound = roots, bound
         self.aliases = set()  # names bound to Numba's jit (kernel_only)
+        self.signatures = set()  # names bound to a signature's text (kernel_only)
 
     def statement(self, node):
         """Why `node` runs code of the student's, or ""."""
@@ -310,11 +312,36 @@ class _KernelOnly:
         return f"{module}.{rest}" if module and rest else module
 
     def is_jit(self, expr):
-        """cuda.jit, numba.cuda.jit, numba.njit, jit: bare, or called with plain values."""
+        """Numba's jit as a decorator: cuda.jit, numba.cuda.jit, numba.njit, jit, or a
+        name bound to one, bare or called with signatures and options only. Called with
+        a function it makes a kernel (jit_made), which, called in turn, would run it."""
         if isinstance(expr, ast.Call):
-            return self.is_jit(expr.func) and self.plain_arguments(expr)
+            return (self._jit_name(expr.func) and all(map(self._signature, expr.args))
+                    and all(self.plain(k.value) for k in expr.keywords))
+        return self._jit_name(expr)
+
+    def _jit_name(self, expr):
         return (self.module_of(expr) in ("numba.cuda.jit", "numba.jit", "numba.njit")
                 or isinstance(expr, ast.Name) and expr.id in self.aliases)
+
+    def jit_made(self, expr):
+        """cuda.jit(f), cuda.jit(signature, ...)(f): a kernel made from a function, which
+        runs nothing."""
+        return (isinstance(expr, ast.Call) and (self._jit_name(expr.func)
+                                                or self.is_jit(expr.func))
+                and self.plain_arguments(expr))
+
+    def _signature(self, expr):
+        """A signature: its text, a name bound to its text, or Numba's types (the names
+        imports bind), alone or in a list: never a function of the student's."""
+        if isinstance(expr, ast.Constant):
+            return isinstance(expr.value, str)
+        if isinstance(expr, ast.Name):
+            return expr.id in self.signatures or expr.id in self.roots
+        if isinstance(expr, (ast.List, ast.Tuple)):
+            return all(map(self._signature, expr.elts))
+        return self.plain(expr) and all(n.id in self.roots for n in ast.walk(expr)
+                                        if isinstance(n, ast.Name))
 
     def plain_arguments(self, call):
         return all(self.plain(a.value if isinstance(a, ast.Starred) else a)
@@ -353,8 +380,8 @@ class _KernelOnly:
         if isinstance(expr, ast.Slice):
             return all(e is None or self.plain(e) for e in (expr.lower, expr.upper, expr.step))
         if isinstance(expr, ast.Call):
-            if self.is_jit(expr.func) or self.is_jit(expr):  # cuda.jit(f), cuda.jit(s)(f)
-                return self.plain_arguments(expr)
+            if self.is_jit(expr) or self.jit_made(expr):  # cuda.jit(s), cuda.jit(s)(f)
+                return True
             owner, _, name = self.module_of(expr.func).rpartition(".")
             maker = (owner in ("numba", "numba.types", "numba.cuda", "math", "cmath")
                      or owner == "numpy" and name in NUMPY_MAKERS
