@@ -19,6 +19,7 @@ as `globals()["name"]` is needed as a name read plainly.
 """
 
 import ast
+import collections
 import dataclasses
 import symtable
 
@@ -241,7 +242,8 @@ def kernel_only(found, names):
     check = _KernelOnly(roots, set().union(*(s.binds for s in kept)))
     # names bound once: to a signature's text (SIG = "void(int32[::1])"), or to Numba's
     # jit (jit = cuda.jit(fastmath=True)), which decorates as it does
-    once = {name for s in kept for name in s.binds if sum(name in t.binds for t in kept) == 1}
+    binds = collections.Counter(name for s in kept for name in s.binds)
+    once = {name for name, count in binds.items() if count == 1}
     assigned = [(t.id, s.node.value) for s in kept if isinstance(s.node, ast.Assign)
                 for t in s.node.targets if isinstance(t, ast.Name) and t.id in once]
     check.signatures = {name for name, value in assigned
@@ -327,8 +329,7 @@ class _KernelOnly:
     def jit_made(self, expr):
         """cuda.jit(f), cuda.jit(signature, ...)(f): a kernel made from a function, which
         runs nothing."""
-        return (isinstance(expr, ast.Call) and (self._jit_name(expr.func)
-                                                or self.is_jit(expr.func))
+        return (isinstance(expr, ast.Call) and self.is_jit(expr.func)
                 and self.plain_arguments(expr))
 
     def _signature(self, expr):
