@@ -315,6 +315,20 @@ HOST_TRICKS = {
     copy.copy_to_host()
     return int(np.argmax(x))  # ...but the answer is NumPy's, from the host's input
 ''',
+    "a-kernel-hands-back-the-input-for-numpy": '''
+    d_x = cuda.to_device(x)
+    copy = cuda.device_array_like(d_x)
+    _copy[blocks, 128](d_x, copy)  # every element read, and written, by a kernel
+    return int(np.argmax(copy.copy_to_host()))  # ...and NumPy's answer, from that copy
+''',
+    "a-kernel-carries-numpys-answer": '''
+    d_x = cuda.to_device(x)
+    _copy[blocks, 128](d_x, cuda.device_array_like(d_x))  # every element read by a kernel
+    answer = cuda.to_device(np.full(1, np.argmax(x), np.int64))
+    out = cuda.device_array(1, np.int64)
+    _copy[1, 32](answer, out)  # ...and NumPy's answer written to the output by one
+    return int(out.copy_to_host()[0])
+''',
     "a-thread-started-during-a-case": '''
     import os
     import threading

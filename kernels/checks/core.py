@@ -23,7 +23,7 @@ import os
 import numpy as np
 
 from kernels import SIMULATOR
-from kernels.checks import launches, registry, steps
+from kernels.checks import launches, provenance, registry, steps
 from kernels.checks.steps import (TimeLimitExceeded, call, call_with_time_limit,
                                   launch_guarded)
 from kernels.harness import MismatchError, check
@@ -37,7 +37,8 @@ COMPILE_S = 0.0 if SIMULATOR else 60.0
 REPEATS = 1 if SIMULATOR else 5  # blocks run one at a time on the simulator: no races
 SHOW_FAILURES = 3  # details of the first few failures; the rest are listed by input
 # With its kernels skipped a host function has little to do: one that runs this long
-# waits for kernels that never ran (_unlaunched_case)
+# waits for kernels that never ran (kernels.checks.provenance.unlaunched); a swapped run
+# has three times as long
 UNLAUNCHED_LIMIT_S = 10.0
 # Set to "1" by the book build (book/_tools/checker_summary.py): the built pages show
 # each report as one line; whoever runs the cell gets the full report.
@@ -86,30 +87,24 @@ class Elsewhere:
 
 def answer_side(subject, step, *args):
     """step(subject, *args), beside the subject: here, or in the subject's process; while
-    run_cases asks what the answer gives without its kernels, run as `unlaunched`."""
-    if _unlaunched.on:
+    run_cases asks what the answer gives without its kernels, run as `unlaunched`; while
+    it asks whether the result follows what the kernels read, run as `swapped`
+    (kernels.checks.provenance)."""
+    if provenance.WITHOUT_KERNELS.on:
         step, args = steps.unlaunched, (step.__name__, *args)
+    elif provenance.SWAPPING.alternates is not None:
+        step, args = steps.swapped, (step.__name__, provenance.SWAPPING.next(args), *args)
+    elif provenance.SWAPPING.recorded is not None:
+        provenance.SWAPPING.recorded.append(args)
     if isinstance(subject, Elsewhere):
-        return subject.run(step.__name__, args)
-    with launches.poisoned():
-        return step(subject, *args)
-
-
-class _WithoutKernels:
-    """Within it, answer_side runs each step unlaunched (_unlaunched_case)."""
-
-    def __init__(self):
-        self.on = False
-
-    def __enter__(self):
-        self.on = True
-
-    def __exit__(self, *exc):
-        self.on = False
-        launches.skip(False)  # a local step stopped at its time limit may have left it on
-
-
-_unlaunched = _WithoutKernels()
+        result = subject.run(step.__name__, args)
+    else:
+        with launches.poisoned():
+            result = step(subject, *args)
+    if step is steps.swapped:
+        *counts, result = result
+        provenance.SWAPPING.add(*counts)
+    return result
 
 
 def calling(fn):
@@ -288,45 +283,17 @@ def run_cases(exercise, cases, run, *, rtol=None, atol=None, repeats=REPEATS, ra
             break  # the GPU may be hung; further cases would hang too
     # A host function that passed: does it give a case's output with its kernels skipped?
     if rule is not None and given is None and all(c.passed for c in results):
-        results.append(_unlaunched_case(run, cases, rtol, atol))
+        seconds = min(TIME_LIMIT_S, UNLAUNCHED_LIMIT_S)
+        results.append(Case(**provenance.unlaunched(run, cases, rtol, atol, seconds)))
+        host = registry.by_check_name(exercise)  # a kernel exercise's host is the checker's
+        if results[-1].passed and host is not None and not host.kernel and (
+                swap := provenance.swapped(run, cases, rtol, atol, 3 * seconds, rng(7919))):
+            results.append(Case(**swap))
     if race is not None and not SIMULATOR and not timed_out:
         first = race()
     if first is not None:  # a kernel that writes nothing races with nothing either
         results.append(dataclasses.replace(first, trivial=True))
     return Report(exercise, results, timed_out)
-
-
-def _varied(expected):
-    """How many distinct values other than 0, 1, -1 and non-finite ones an output holds:
-    an answer whose kernels did nothing could give zeros, an empty output, an index 0."""
-    values = np.unique(np.asarray(expected, dtype=np.float64))
-    return int((np.isfinite(values) & ~np.isin(values, (0, 1, -1))).sum())
-
-
-def _unlaunched_case(run, cases, rtol, atol):
-    """The case that asks whether the result comes from the answer's kernels: run(inputs)
-    of the case with the most varied output, with every kernel launch skipped, must not
-    give its expected output. Every array the answer makes empty is poisoned then
-    (unlaunched), so none holds that output from an earlier call; and the case is not
-    the last one run, whose output a buffer the answer keeps between calls would still
-    hold. An answer that waits
-    for its kernels (a loop until they are done) does not return: that passes, and its
-    process, which still waits, is not used again (Case.hung)."""
-    description = "the result comes from your kernels (with them skipped, it is wrong)"
-    _, inputs, expected = max(cases[:-1] or cases, key=lambda case: _varied(case[2]))
-    try:
-        with _unlaunched:
-            got = call_with_time_limit(run, inputs,
-                                       seconds=min(TIME_LIMIT_S, UNLAUNCHED_LIMIT_S))
-        check(got, expected, name="your result", rtol=rtol, atol=atol)
-    except TimeLimitExceeded:  # it waits for the kernels that never ran
-        return Case(description, True, "", trivial=True, hung=True)
-    except Exception:  # wrong, or failed, without its kernels: they do the work
-        return Case(description, True, "", trivial=True)
-    return Case(description, False, (
-        "your answer returned the right result even when none of your kernels ran, so the "
-        "result was computed on the host (with NumPy or Python), not by your kernel: the "
-        "exercise asks for a kernel that computes it"))
 
 
 def _same(given, expected):

@@ -17,11 +17,13 @@ else: a notebook's kernels live in ``__main__``).
 """
 
 import collections
+import math
 import threading
 
 import numpy as np
 
 from kernels import SIMULATOR, after_numba_cuda
+from kernels.checks import swaps
 
 __all__ = []  # kernels.checks gathers checkers; import this module by name
 
@@ -253,8 +255,12 @@ def _install():
                 described = _count(self.fn, args, self)
                 if _skipping and origin(self.fn) != LIBRARY:
                     return None
+                swap = swaps.swapped.active if origin(self.fn) != LIBRARY else None
+                threads = math.prod(self.grid_dim) * math.prod(self.block_dim)
                 if described is not None:
                     self = _runnable(self, *described)
+                if swap is not None:
+                    return swap.launch(launch, self, args, threads)
             return launch(self, *args)
 
         sim.FakeCUDAKernel.__call__ = counted
@@ -265,8 +271,14 @@ def _install():
 
         def counted(self, *args):
             _count(self.dispatcher.py_func, args)
-            if _skipping and origin(self.dispatcher.py_func) != LIBRARY:
+            if origin(self.dispatcher.py_func) == LIBRARY:
+                return launch(self, *args)
+            if _skipping:
                 return None
+            swap = swaps.swapped.active
+            if swap is not None:
+                return swap.launch(launch, self, args,
+                                   math.prod(self.griddim) * math.prod(self.blockdim))
             return launch(self, *args)
 
         dispatcher._LaunchConfiguration.__call__ = counted

@@ -19,7 +19,7 @@ import numpy as np
 from numba import cuda
 
 from kernels import SIMULATOR, cooperative, trace
-from kernels.checks import launches
+from kernels.checks import launches, swaps
 from kernels.harness import MismatchError
 from kernels.trace import remote, wire
 
@@ -84,6 +84,17 @@ def unlaunched(subject, name, *args):
     (launches.skipped): what an answer returns when its kernels do nothing."""
     with launches.skipped():
         return STEPS[name](subject, *args)
+
+
+@answer_step
+def swapped(subject, name, alternates, *args):
+    """(elements swapped, elements the host read back unchanged, the most threads of a
+    launch, STEPS[name](subject, *args)) with every part of `args`' arrays found in a launched kernel's arrays swapped
+    for the same part of `alternates`' (one per argument, or None): what an answer
+    returns when its kernels read other data than its host holds (kernels.checks.swaps)."""
+    with swaps.swapped(args, alternates) as swap:
+        result = STEPS[name](subject, *args)
+    return swap.found, swap.echoed(), swap.threads, result
 
 
 # ----------------------------------------------------------------- kernels' arrays

@@ -20,8 +20,9 @@ from kernels import harness
 
 EXCLUDED = ("solutions", "__pycache__")  # the answer key, and bytecode of this process
 # What the answer processes import of kernels.checks: the answer steps, the launch
-# record, the exercise table (kernels.grading.submissions reads it), the package's init
-ANSWER_SIDE = ("__init__", "steps", "launches", "registry")
+# record and its input swap, the exercise table (kernels.grading.submissions reads it),
+# the package's init
+ANSWER_SIDE = ("__init__", "steps", "launches", "swaps", "registry")
 
 
 def files():

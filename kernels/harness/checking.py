@@ -25,6 +25,23 @@ def to_host(a):
     return np.asarray(a)
 
 
+def matching(got, expected, *, rtol=None, atol=None):
+    """(which elements of `got` equal `expected`'s, as a 1-D or larger boolean array; how
+    they were compared), as `check` compares them: arrays of one shape."""
+    got, expected = to_host(got), np.asarray(expected)
+    if np.issubdtype(expected.dtype, np.floating):
+        d_rtol, d_atol = default_tolerance(got.dtype if np.issubdtype(got.dtype, np.floating)
+                                           else expected.dtype)
+        rtol = d_rtol if rtol is None else rtol
+        atol = d_atol if atol is None else atol
+        same = np.isclose(got, expected, rtol=rtol, atol=atol, equal_nan=True)
+        how = f"within rtol={rtol:g}, atol={atol:g}"
+    else:
+        same = got == expected
+        how = "exactly"
+    return np.atleast_1d(same), how
+
+
 def check(got, expected, *, name="result", rtol=None, atol=None, show=5):
     """Raise MismatchError unless `got` equals `expected` (within tolerance for floats).
 
@@ -34,17 +51,8 @@ def check(got, expected, *, name="result", rtol=None, atol=None, show=5):
     got, expected = to_host(got), np.asarray(expected)
     if got.shape != expected.shape:
         raise MismatchError(f"{name}: shape {got.shape}, expected {expected.shape}")
-    if np.issubdtype(expected.dtype, np.floating):
-        d_rtol, d_atol = default_tolerance(got.dtype if np.issubdtype(got.dtype, np.floating)
-                                           else expected.dtype)
-        rtol = d_rtol if rtol is None else rtol
-        atol = d_atol if atol is None else atol
-        bad = ~np.isclose(got, expected, rtol=rtol, atol=atol, equal_nan=True)
-        how = f"within rtol={rtol:g}, atol={atol:g}"
-    else:
-        bad = got != expected
-        how = "exactly"
-    bad = np.atleast_1d(bad)
+    same, how = matching(got, expected, rtol=rtol, atol=atol)
+    bad = ~same
     n_bad = int(bad.sum())
     if n_bad:
         g, e = np.atleast_1d(got), np.atleast_1d(expected)

@@ -1,0 +1,207 @@
+"""Give an answer's kernels other data than its host holds: does its result follow?
+
+An exercise that asks for a kernel is not passed by a kernel that copies data while the
+host computes the result with NumPy. Skipping the kernels (kernels.checks.core's
+unlaunched case) does not tell the two apart when a kernel only carries the host's
+result to the output. This does: while `swapped` is on, at each launch of a kernel that
+is not Numba's own, every part of the case's input found among the kernel's arrays is
+replaced, in those arrays, by the same part of another input of the same size and kind
+(drawn by the judge). The host keeps the original. An answer whose kernels compute the
+result returns the other input's result; one computed on the host from its own copy
+returns the original's (kernels.checks.core._swapped_case decides).
+
+The input is found by its contents, as a kernel receives it: whole or in parts (chunks
+on streams), its values in another type (an answer that converts before uploading) or
+its bytes read as a wider type (one that reads four bytes at once), in host, device,
+pinned or mapped arrays alike. A part must be MIN_RUN elements long and hold two
+different values: a zeroed buffer or a counter is never taken for the input. A kernel's
+writes to a host array are copied back as Numba's own transfer does; an element it did
+not write keeps the host's value.
+"""
+
+import threading
+
+import numpy as np
+
+from kernels import SIMULATOR, after_numba_cuda
+
+__all__ = []  # run by kernels.checks.launches and steps, not called by readers
+
+MIN_RUN = 16  # elements: a shorter match could be chance
+_launching = threading.local()  # .on: this thread is in a swapped launch
+
+
+def _as(values, dtype):
+    """[(how, values as elements of `dtype`)]: the values converted, and the bytes read
+    as `dtype` where its size differs (padded to whole elements)."""
+    found = []
+    if values.dtype == dtype or np.can_cast(values.dtype, dtype, "same_kind"):
+        found.append(values.astype(dtype))
+    if dtype.itemsize != values.dtype.itemsize:
+        raw = values.view(np.uint8)
+        raw = np.concatenate([raw, np.zeros(-raw.size % dtype.itemsize, np.uint8)])
+        found.append(raw.view(dtype))
+    return found
+
+
+def _bits(values):
+    """Values compared as their bits (NaN equal to NaN, 0.0 not -0.0)."""
+    return values.view(np.dtype(f"u{values.dtype.itemsize}"))
+
+
+class _Window:
+    """Where each MIN_RUN-element window of one original (as one dtype) starts."""
+
+    def __init__(self, original, alternate):
+        self.original, self.alternate = _bits(original), alternate
+        self.starts = {}
+        windows = np.lib.stride_tricks.sliding_window_view(self.original, MIN_RUN)
+        for start in range(windows.shape[0] - 1, -1, -1):  # the first start wins
+            self.starts[windows[start].tobytes()] = start
+
+    def runs(self, flat):
+        """(where in `flat`, where in the original, how long) of each run of `flat` (one
+        dimension) that equals a part of the original, MIN_RUN long or more."""
+        bits, i = _bits(flat), 0
+        while i + MIN_RUN <= bits.size:
+            start = self.starts.get(bits[i:i + MIN_RUN].tobytes())
+            if start is None or (bits[i:i + MIN_RUN] == bits[i]).all():
+                i += 1
+                continue
+            length = min(bits.size - i, self.original.size - start)
+            same = bits[i:i + length] == self.original[start:start + length]
+            length = int(np.argmin(same)) if not same.all() else length
+            yield i, start, length
+            i += length
+
+    def swap(self, flat):
+        """Replace in `flat` every run that equals a part of the original by the
+        alternate's same part; return how many elements."""
+        done = 0
+        for i, start, length in list(self.runs(flat)):
+            flat[i:i + length] = self.alternate[start:start + length]
+            done += length
+        return done
+
+
+class swapped:
+    """Within it, kernels.checks.launches swaps (`arguments`) each array of a launch
+    that holds a part of one of `originals` for the same part of its `alternates` (None
+    where an argument has none); `found` counts the elements swapped."""
+
+    active = None  # the one in force, read by kernels.checks.launches
+
+    def __init__(self, originals, alternates):
+        self.pairs = [(np.ascontiguousarray(o).ravel(), np.ascontiguousarray(a).ravel())
+                      for o, a in zip(originals, alternates)
+                      if isinstance(o, np.ndarray) and isinstance(a, np.ndarray)
+                      and a.shape == o.shape and a.dtype == o.dtype
+                      and o.dtype.kind in "biuf" and o.size >= MIN_RUN]
+        self.windows, self.found, self.read_back, self.threads = {}, 0, [], 0
+
+    def __enter__(self):
+        swapped.active = self
+        return self
+
+    def __exit__(self, *exc):
+        swapped.active = None
+
+    def _windows(self, dtype, swapped_in=False):
+        """The windows of each original (of each alternate: `swapped_in`) as `dtype`."""
+        key = (dtype.str, swapped_in)
+        if key not in self.windows:
+            self.windows[key] = [
+                _Window(o, a) for original, alternate in self.pairs
+                for o, a in zip(_as(alternate if swapped_in else original, dtype),
+                                _as(original if swapped_in else alternate, dtype))
+                if o.size >= MIN_RUN]
+        return self.windows[key]
+
+    def _swap(self, flat):
+        if flat.dtype.kind not in "biuf":
+            return 0
+        done = sum(window.swap(flat) for window in self._windows(flat.dtype))
+        self.found += done
+        return done
+
+    def echoed(self):
+        """How many elements of what the host read back from the device (copy_to_host,
+        a kernel's writes to a host array) are the swapped-in data, unchanged: a kernel
+        that hands the host its input to compute with (or, where a launch had a thread for
+        each element, each thread's partial result: the judge tells them apart, by
+        `threads`). Read when the answer has returned (a copy on a stream lands by then)."""
+        echoed = 0
+        for host, written in self.read_back:
+            flat = np.ravel(host)
+            if flat.dtype.kind not in "biuf":
+                continue
+            for window in self._windows(flat.dtype, swapped_in=True):
+                for i, _, length in window.runs(flat):  # only what a kernel wrote counts
+                    echoed += length if written is None else int(written[i:i + length].sum())
+        return echoed
+
+    def launch(self, launch, kernel, args, threads):
+        """launch(kernel, *args), of `threads` threads in all, with the input swapped in
+        the arrays of `args`."""
+        self.threads = max(self.threads, threads)
+        if not SIMULATOR and any(hasattr(a, "copy_to_host") for a in args):
+            from numba import cuda
+            cuda.synchronize()  # what queued copies write must be there to be read
+        after = []
+        args = [self._argument(arg, after) for arg in args]
+        _launching.on = True  # Numba's own copies back are not the host's reads
+        try:
+            return launch(kernel, *args)
+        finally:
+            _launching.on = False
+            for step in after:
+                step()
+
+    def _argument(self, arg, after):
+        hint = getattr(arg, "value", None) if type(arg).__name__ in ("In", "Out", "InOut") \
+            else None
+        host = hint if isinstance(hint, np.ndarray) else arg
+        if isinstance(host, np.ndarray) and host.ndim and host.dtype.kind in "biuf":
+            copy = np.array(host)  # host memory: the kernel gets a copy, input swapped
+            self._swap(copy.reshape(-1))
+            before = copy.copy()
+
+            def back():  # what the kernel wrote, as Numba's transfer copies it back
+                written = _bits(copy.reshape(-1)) != _bits(before.reshape(-1))
+                if type(arg).__name__ != "In":
+                    host.reshape(-1)[written] = copy.reshape(-1)[written]
+                self.read_back.append((copy, written))
+            after.append(back)
+            return type(arg)(copy) if host is hint else copy
+        device = getattr(arg, "_ary", None) if SIMULATOR else arg
+        if SIMULATOR and isinstance(device, np.ndarray) and device.ndim:
+            flat = device.ravel()
+            if self._swap(flat):
+                device[...] = flat.reshape(device.shape)
+        elif not SIMULATOR and hasattr(arg, "copy_to_host") and getattr(
+                arg, "is_c_contiguous", lambda: False)() and arg.size:
+            flat = arg.copy_to_host().reshape(-1)
+            if self._swap(flat):
+                arg.copy_to_device(flat.reshape(arg.shape))
+        return arg
+
+
+def _install():
+    """Keep, while a swap is on, each array the host copies back from the device."""
+    if SIMULATOR:
+        from numba.cuda.simulator.cudadrv.devicearray import FakeCUDAArray as Device
+    else:
+        from numba.cuda.cudadrv.devicearray import DeviceNDArray as Device
+    copy_to_host = Device.copy_to_host
+
+    def kept(self, *args, **kwargs):
+        host = copy_to_host(self, *args, **kwargs)
+        if swapped.active is not None and isinstance(host, np.ndarray) and not getattr(
+                _launching, "on", False):
+            swapped.active.read_back.append((host, None))
+        return host
+
+    Device.copy_to_host = kept
+
+
+after_numba_cuda(_install)
