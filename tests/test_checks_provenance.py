@@ -121,13 +121,35 @@ def _copied_and_summed_on_the_host(x):
     return copy.copy_to_host().astype(np.int64).sum()
 
 
-@pytest.mark.parametrize("answer, passed", [(_partials_summed_on_the_host, True),
-                                            (_copied_and_summed_on_the_host, False)])
-def test_partial_results_handed_back_are_told_from_the_input(answer, passed):
-    """128 threads sum 100 elements: each thread's partial sum is its one element, as a
-    copy of the input would be; the next case, of 300, tells them apart."""
+@cuda.jit
+def _per_thread_extremes(x, lows, highs):
+    t = cuda.grid(1)
+    low, high = x[t % x.size], x[t % x.size]
+    for i in range(t, x.size, cuda.gridsize(1)):
+        low, high = min(low, x[i]), max(high, x[i])
+    lows[t], highs[t] = low, high
+
+
+def _extremes_finished_on_the_host(x):
+    lows, highs = (cuda.device_array(128, np.int32) for _ in range(2))
+    _per_thread_extremes[2, 64](cuda.to_device(x), lows, highs)
+    return np.array([lows.copy_to_host().min(), highs.copy_to_host().max()])
+
+
+def _sum(x):
+    return x.astype(np.int64).sum()
+
+
+@pytest.mark.parametrize("answer, reference, passed", [
+    (_partials_summed_on_the_host, _sum, True),
+    (_extremes_finished_on_the_host, lambda x: np.array([x.min(), x.max()]), True),
+    (_copied_and_summed_on_the_host, _sum, False)])
+def test_partial_results_handed_back_are_told_from_the_input(answer, reference, passed):
+    """128 threads reduce 100 elements: each thread's partial sum (or lowest and highest
+    value, two arrays of them) is its one element, as a copy of the input would be; the
+    next case, of 300, tells them apart."""
     rng = np.random.default_rng(6)
-    cases = [(f"n={n}", x, x.astype(np.int64).sum()) for n in (300, 100)
+    cases = [(f"n={n}", x, reference(x)) for n in (300, 100)
              for x in [rng.integers(-1000, 1000, n, dtype=np.int32)]]
     case = _swapped(answer, cases)
     assert case["passed"] == passed

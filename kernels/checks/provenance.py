@@ -67,8 +67,8 @@ class _Swapping:
     def add(self, found, echoed, threads):
         """A swapped step's counts (kernels.checks.steps.swapped), as plain numbers."""
         numbers = [n if isinstance(n, int) else 0 for n in (found, echoed, threads)]
-        self.found, self.echoed = self.found + numbers[0], self.echoed + numbers[1]
-        self.threads = max(self.threads, numbers[2])
+        self.found += numbers[0]
+        self.echoed, self.threads = max(self.echoed, numbers[1]), max(self.threads, numbers[2])
 
     def next(self, args):
         other = self.alternates.pop(0) if self.alternates else ()
@@ -162,10 +162,11 @@ def swapped(run, cases, rtol, atol, seconds, rng):
     keeping the original, must not give the original's result where the other data's
     (run on that data, as usual) differs from it: a result computed on the host from its
     own copy does. Nor may the kernels hand the swapped-in input back to the host as it
-    was, for the host to compute with: judged on a case with more elements than the
-    answer's largest launch has threads (a thread with one element to reduce rightly
-    hands it back as its partial result), the next larger case if need be. An answer
-    that raises, or does not return, then passes (each case has tested it already)."""
+    was, for the host to compute with: half of it or more in one array, and more
+    elements than the answer's largest launch has threads (a thread with one element to
+    reduce rightly hands it back as its partial result; where that may be all there is,
+    the next case with more elements than threads tells). An answer that raises, or does
+    not return, then passes (each case has tested it already)."""
     chosen = sorted((size, i) for i, case in enumerate(cases) if (size := _swap_size(case)))
     if not chosen:
         return None
@@ -180,7 +181,7 @@ def swapped(run, cases, rtol, atol, seconds, rng):
         echoed, threads = ran
         if 2 * echoed < size:
             break
-        if threads < size:
+        if echoed > threads:
             return _failed(SWAPPED, (
                 f"your kernels handed the input back to the host unchanged ({echoed:,} "
                 "elements copied back from device memory as they were given): the result "

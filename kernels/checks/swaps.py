@@ -1,14 +1,16 @@
 """Give an answer's kernels other data than its host holds: does its result follow?
 
 An exercise that asks for a kernel is not passed by a kernel that copies data while the
-host computes the result with NumPy. Skipping the kernels (kernels.checks.core's
+host computes the result with NumPy. Skipping the kernels (kernels.checks.provenance's
 unlaunched case) does not tell the two apart when a kernel only carries the host's
-result to the output. This does: while `swapped` is on, at each launch of a kernel that
-is not Numba's own, every part of the case's input found among the kernel's arrays is
-replaced, in those arrays, by the same part of another input of the same size and kind
-(drawn by the judge). The host keeps the original. An answer whose kernels compute the
-result returns the other input's result; one computed on the host from its own copy
-returns the original's (kernels.checks.core._swapped_case decides).
+result to the output. This does: while a `swapped` is on, at each launch of a kernel
+that is not Numba's own, every part of the case's input found among the kernel's arrays
+is replaced, in those arrays, by the same part of another input of the same size and
+kind (drawn by the judge). The host keeps the original. An answer whose kernels compute
+the result returns the other input's result; one computed on the host from its own copy
+returns the original's. What the host reads back from the device is kept too, so that a
+kernel that hands the swapped-in input back unchanged, for the host to compute with, is
+seen (`echoed`). kernels.checks.provenance.swapped decides, in the judge.
 
 The input is found by its contents, as a kernel receives it: whole or in parts (chunks
 on streams), its values in another type (an answer that converts before uploading) or
@@ -32,8 +34,9 @@ _launching = threading.local()  # .on: this thread is in a swapped launch
 
 
 def _as(values, dtype):
-    """[(how, values as elements of `dtype`)]: the values converted, and the bytes read
-    as `dtype` where its size differs (padded to whole elements)."""
+    """`values` as elements of `dtype`, each way an answer may give them to a kernel: the
+    values converted, and the bytes read as `dtype` where its size differs (padded to
+    whole elements)."""
     found = []
     if values.dtype == dtype or np.can_cast(values.dtype, dtype, "same_kind"):
         found.append(values.astype(dtype))
@@ -85,9 +88,10 @@ class _Window:
 
 
 class swapped:
-    """Within it, kernels.checks.launches swaps (`arguments`) each array of a launch
-    that holds a part of one of `originals` for the same part of its `alternates` (None
-    where an argument has none); `found` counts the elements swapped."""
+    """Within it, kernels.checks.launches has each launch swap (`launch`), in each of its
+    arrays, every part of one of `originals` for the same part of its `alternates` (None
+    where an argument has none): `found` counts the elements swapped, `threads` is the
+    most threads of a launch, `echoed()` what came back unchanged."""
 
     active = None  # the one in force, read by kernels.checks.launches
 
@@ -125,20 +129,22 @@ class swapped:
         return done
 
     def echoed(self):
-        """How many elements of what the host read back from the device (copy_to_host,
-        a kernel's writes to a host array) are the swapped-in data, unchanged: a kernel
-        that hands the host its input to compute with (or, where a launch had a thread for
-        each element, each thread's partial result: the judge tells them apart, by
-        `threads`). Read when the answer has returned (a copy on a stream lands by then)."""
-        echoed = 0
+        """The most elements of one array the host read back from the device (by
+        copy_to_host, or a kernel's writes to a host array) that are the swapped-in data,
+        unchanged: a kernel that hands the host its input to compute with, or each
+        thread's partial result where a thread had one element (at most one element for
+        each thread of a launch: the judge tells them apart by `threads`). Read when the
+        answer has returned (a copy on a stream lands by then)."""
+        most = 0
         for host, written in self.read_back:
-            flat = np.ravel(host)
+            flat, echoed = np.ravel(host), 0
             if flat.dtype.kind not in "biuf":
                 continue
             for window in self._windows(flat.dtype, swapped_in=True):
                 for i, _, length in window.runs(flat):  # only what a kernel wrote counts
                     echoed += length if written is None else int(written[i:i + length].sum())
-        return echoed
+            most = max(most, echoed)
+        return most
 
     def launch(self, launch, kernel, args, threads):
         """launch(kernel, *args), of `threads` threads in all, with the input swapped in
