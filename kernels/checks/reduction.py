@@ -110,13 +110,16 @@ def kahan_sum(fn):
     """Check fn(x, blocks) sums float64 x with compensation (against math.fsum)."""
     rng = core.rng(41)
     report = None
-    for n, blocks in _launches(rng):  # one call each: each case has its own tolerance
+    parts = _launches(rng)
+    swapped_n = min(n for n, _ in parts if n >= 255)  # one part has the swapped case
+    for n, blocks in parts:  # one call each: each case has its own tolerance
         x = rng.standard_normal(n) * 10.0 ** rng.integers(-8, 8, n)
         case = (f"n={n:,}, magnitudes 1e-8 to 1e8, blocks={blocks}", (x, blocks),
                 math.fsum(x))
         race = _race(fn, rng.standard_normal(_race_size(rng))) if report is None else None
         part = run_cases("kahan_sum", [case], calling(fn), rtol=0, race=race,
-                         atol=KAHAN_OF_MAGNITUDES * math.fsum(np.abs(x)))
+                         atol=KAHAN_OF_MAGNITUDES * math.fsum(np.abs(x)),
+                         swap=n == swapped_n)
         if report is None:
             report = part
             if core.DEFERRED or report.cases[0].detail.startswith(races.PREFIX):
@@ -125,7 +128,8 @@ def kahan_sum(fn):
             report.cases += part.cases
             report.timed_out |= part.timed_out
     chains = [_chain_case(1), _chain_case(2)]
-    part = run_cases("kahan_sum", chains, calling(fn), rtol=KAHAN_CHAIN_RTOL, atol=0)
+    part = run_cases("kahan_sum", chains, calling(fn), rtol=KAHAN_CHAIN_RTOL, atol=0,
+                     swap=False)
     report.cases += part.cases
     report.timed_out |= part.timed_out
     return report
