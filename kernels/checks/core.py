@@ -92,10 +92,8 @@ def answer_side(subject, step, *args):
     (kernels.checks.provenance)."""
     if provenance.WITHOUT_KERNELS.on:
         step, args = steps.unlaunched, (step.__name__, *args)
-    elif provenance.SWAPPING.alternates is not None:
+    elif provenance.SWAPPING.pairs is not None:
         step, args = steps.swapped, (step.__name__, provenance.SWAPPING.next(args), *args)
-    elif provenance.SWAPPING.recorded is not None:
-        provenance.SWAPPING.recorded.append(args)
     if isinstance(subject, Elsewhere):
         result = subject.run(step.__name__, args)
     else:

@@ -150,13 +150,13 @@ class swapped:
         """launch(kernel, *args), of `threads` threads in all, with the input swapped in
         the arrays of `args`."""
         self.threads = max(self.threads, threads)
-        if not SIMULATOR and any(hasattr(a, "copy_to_host") for a in args):
-            from numba import cuda
-            cuda.synchronize()  # what queued copies write must be there to be read
         after = []
-        args = [self._argument(arg, after) for arg in args]
-        _launching.on = True  # Numba's own copies back are not the host's reads
+        _launching.on = True  # what this reads, and Numba's copies back, are not the host's
         try:
+            if not SIMULATOR and any(hasattr(a, "copy_to_host") for a in args):
+                from numba import cuda
+                cuda.synchronize()  # what queued copies write must be there to be read
+            args = [self._argument(arg, after) for arg in args]
             return launch(kernel, *args)
         finally:
             _launching.on = False
