@@ -52,36 +52,66 @@ def _bits(values):
     return values.view(np.dtype(f"u{values.dtype.itemsize}"))
 
 
+# A window's hash: its elements' bits times these, summed, modulo 2**64 (a match is
+# then checked element by element)
+_WEIGHTS = np.random.default_rng(0).integers(1, 2**63, MIN_RUN, dtype=np.uint64) | 1
+
+
+def _hashes(bits):
+    """The hash of each MIN_RUN-element window of `bits` (by where it starts), and
+    whether the window holds two different values; vectorized, for inputs of millions."""
+    wide = bits.astype(np.uint64)
+    count = bits.size - MIN_RUN + 1
+    hashes = np.zeros(count, np.uint64)
+    for k, weight in enumerate(_WEIGHTS):
+        hashes += wide[k:k + count] * weight
+    changes = np.concatenate([[0], np.cumsum(bits[1:] != bits[:-1])])
+    return hashes, changes[MIN_RUN - 1:] - changes[:count] > 0
+
+
 class _Window:
     """Where each MIN_RUN-element window of one original (as one dtype) starts."""
 
     def __init__(self, original, alternate):
         self.original, self.alternate = _bits(original), alternate
-        self.starts = {}
-        windows = np.lib.stride_tricks.sliding_window_view(self.original, MIN_RUN)
-        for start in range(windows.shape[0] - 1, -1, -1):  # the first start wins
-            self.starts[windows[start].tobytes()] = start
+        hashes, _ = _hashes(self.original)
+        order = np.argsort(hashes, kind="stable")  # of equal windows, the first start first
+        self.hashes, self.starts = hashes[order], order
 
     def runs(self, flat):
-        """(where in `flat`, where in the original, how long) of each run of `flat` (one
-        dimension) that equals a part of the original, MIN_RUN long or more."""
-        bits, i = _bits(flat), 0
-        while i + MIN_RUN <= bits.size:
-            start = self.starts.get(bits[i:i + MIN_RUN].tobytes())
-            if start is None or (bits[i:i + MIN_RUN] == bits[i]).all():
-                i += 1
-                continue
-            length = min(bits.size - i, self.original.size - start)
-            same = bits[i:i + length] == self.original[start:start + length]
-            length = int(np.argmin(same)) if not same.all() else length
-            yield i, start, length
-            i += length
+        """[(where in `flat`, where in the original, how long)] of the runs of `flat`
+        (one dimension) that equal a part of the original, in order and apart: looked up
+        at every MIN_RUN-th element, so a run of 2 * MIN_RUN - 1 or more is always found,
+        then followed to its ends."""
+        bits = _bits(flat)
+        if bits.size < MIN_RUN or not self.hashes.size:
+            return []
+        hashes, varied = _hashes(bits)
+        probes = np.arange(0, hashes.size, MIN_RUN)
+        at = np.minimum(np.searchsorted(self.hashes, hashes[probes]), self.hashes.size - 1)
+        hit = (self.hashes[at] == hashes[probes]) & varied[probes]
+        where, starts = probes[hit], self.starts[at[hit]]
+        found, end = [], 0
+        for i, start in zip(where.tolist(), starts.tolist()):
+            if i < end:
+                continue  # inside the run found last
+            limit = min(i - end, start)  # how far back the run may begin
+            before = bits[i - limit:i] != self.original[start - limit:start]
+            back = limit - int(np.flatnonzero(before)[-1]) - 1 if before.any() else limit
+            length = min(bits.size - i + back, self.original.size - start + back)
+            same = bits[i - back:i - back + length] == self.original[
+                start - back:start - back + length]
+            length = length if same.all() else int(np.argmin(same))
+            if length >= MIN_RUN:
+                found.append((i - back, start - back, length))
+                end = i - back + length
+        return found
 
     def swap(self, flat):
         """Replace in `flat` every run that equals a part of the original by the
         alternate's same part; return how many elements."""
         done = 0
-        for i, start, length in list(self.runs(flat)):
+        for i, start, length in self.runs(flat):
             flat[i:i + length] = self.alternate[start:start + length]
             done += length
         return done
