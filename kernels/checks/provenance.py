@@ -159,8 +159,8 @@ def swapped(run, cases, rtol, atol, seconds, rng):
     run(inputs) of the smallest case where it tells, with the input swapped in the
     kernels' arrays for other data of its size and kind (swaps, drawn here), the host
     keeping the original, must not give the original's result where the other data's
-    (run on that data, as usual) differs from it: a result computed on the host from its
-    own copy does. Nor may the kernels hand the swapped-in input back to the host as it
+    differs from it (the answer is run on that data too, where that is to be told): a
+    result computed on the host from its own copy does. Nor may the kernels hand the swapped-in input back to the host as it
     was, for the host to compute with: half of it or more in one array, and more
     elements than the answer's largest launch has threads (a thread with one element to
     reduce rightly hands it back as its partial result; where that may be all there is,
