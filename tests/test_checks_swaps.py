@@ -86,7 +86,7 @@ def test_a_launch_sees_the_swapped_input_and_the_host_keeps_the_original(data):
     assert (device_out.copy_to_host()[100:600] == alternate[100:600]).all()
     assert swap.found == original.size + 500
     # the kernel's writes to `out`, read on the host (a write of the 0 it held is no write)
-    assert swap.echoed() == np.count_nonzero(alternate)
+    assert swap.echoed() == (np.count_nonzero(alternate),) * 2  # 1,001 - zeros > 128 threads
     assert swaps.swapped.active is None
 
 
@@ -104,4 +104,32 @@ def test_what_the_host_copies_back_unchanged_is_counted(data):
                 copy.copy_to_device(original)  # the host's own copy, not the kernel's
                 copy.copy_to_host()
         assert swap.found == original.size
-        assert swap.echoed() == (original.size if hand_back else 0)
+        assert swap.echoed() == ((original.size,) * 2 if hand_back else (0, 0))
+
+
+def test_what_no_kernel_moved_is_not_handed_back_and_pieces_add_up(data):
+    """An array whose input was swapped in place and read back as it lies (a fold that
+    left half of it untouched) hands nothing back; a copy handed back in three pieces,
+    each larger than the launch's threads, is counted whole; per-thread results (pieces
+    of no more elements than threads) are told as handed back, not counted."""
+    original, alternate = data
+    device = cuda.to_device(original)
+    with swaps.swapped((original,), (alternate,)) as swap:
+        _copy[2, 64](device[:500], device[500:1000])  # moves the first half only
+        device.copy_to_host()
+    # the moved half (but where the value moved there is the one swapped in there); not
+    # the half still in place
+    moved = int((alternate[:500] != alternate[500:1000]).sum())
+    assert 480 < moved and swap.echoed() == (moved, moved)
+    pieces = [cuda.to_device(np.zeros(334, np.uint8)) for _ in range(3)]
+    with swaps.swapped((original,), (alternate,)) as swap:
+        source = cuda.to_device(original)
+        for k, piece in enumerate(pieces):
+            _copy[2, 64](source[334 * k:334 * k + piece.size - (k == 2)], piece)
+            piece.copy_to_host()
+    assert swap.echoed() == (1_001, 1_001)
+    with swaps.swapped((original,), (alternate,)) as swap:
+        partials = cuda.to_device(np.zeros(1_024, np.uint8))
+        _copy[8, 128](cuda.to_device(original), partials)  # a thread for each element
+        partials.copy_to_host()
+    assert swap.echoed() == (0, 1_001)

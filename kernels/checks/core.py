@@ -230,7 +230,7 @@ def _launch_rule(exercise):
 
 
 def run_cases(exercise, cases, run, *, rtol=None, atol=None, repeats=REPEATS, race=None,
-              swap=True):
+              provenance_cases=True):
     """Check `run(inputs)` against each case's expected output.
 
     `cases` is a list of (description, inputs, expected). Every case runs `repeats`
@@ -240,9 +240,9 @@ def run_cases(exercise, cases, run, *, rtol=None, atol=None, repeats=REPEATS, ra
     (the cases would pass there whatever a GPU gives; wrong values under the tracer do
     not: the value cases run, and the race case is reported last); on a GPU it runs
     last. A host function that passes them all is run again as kernels.checks.provenance
-    says (without its kernels; and, unless `swap` is False, with other data in its
-    kernels' arrays: a checker that calls this for each of several parts of one exercise
-    asks for that once)."""
+    says (without its kernels, and with other data in its kernels' arrays), unless
+    `provenance_cases` is False: a checker that calls this for each of several parts of
+    one exercise asks for that once, on a part where the cases tell."""
     if DEFERRED:
         return Report(exercise, [Case("not run inside the notebook: the grader runs this "
                                       "check itself once the notebook has finished", True,
@@ -284,11 +284,12 @@ def run_cases(exercise, cases, run, *, rtol=None, atol=None, repeats=REPEATS, ra
         if timed_out:
             break  # the GPU may be hung; further cases would hang too
     # A host function that passed: does it give a case's output with its kernels skipped?
-    if rule is not None and given is None and all(c.passed for c in results):
+    if provenance_cases and rule is not None and given is None and all(
+            c.passed for c in results):
         seconds = min(TIME_LIMIT_S, UNLAUNCHED_LIMIT_S)
         results.append(Case(**provenance.unlaunched(run, cases, rtol, atol, seconds)))
         host = registry.by_check_name(exercise)  # a kernel exercise's host is the checker's
-        if swap and results[-1].passed and host is not None and not host.kernel and (
+        if results[-1].passed and host is not None and not host.kernel and (
                 swap := provenance.swapped(run, cases, rtol, atol, 3 * seconds, rng(7919))):
             results.append(Case(**swap))
     if race is not None and not SIMULATOR and not timed_out:

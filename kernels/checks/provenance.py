@@ -62,13 +62,14 @@ class _Swapping:
 
     def __init__(self):
         self.pairs = None
-        self.found = self.echoed = self.threads = 0
+        self.found = self.echoed = self.handed_back = self.threads = 0
 
-    def add(self, found, echoed, threads):
+    def add(self, found, echoed, handed_back, threads):
         """A swapped step's counts (kernels.checks.steps.swapped), as plain numbers."""
-        numbers = [n if isinstance(n, int) else 0 for n in (found, echoed, threads)]
+        numbers = [n if isinstance(n, int) else 0 for n in (found, echoed, handed_back, threads)]
         self.found += numbers[0]
-        self.echoed, self.threads = max(self.echoed, numbers[1]), max(self.threads, numbers[2])
+        self.echoed, self.handed_back = self.echoed + numbers[1], self.handed_back + numbers[2]
+        self.threads = max(self.threads, numbers[3])
 
     def next(self, args):
         """The alternates of a step's arguments (None for each that is no input)."""
@@ -81,7 +82,7 @@ class _Swapping:
 
     def swapping(self, inputs, others):
         self.pairs = [(i, o) for i, o in zip(inputs, others) if isinstance(i, np.ndarray)]
-        self.found = self.echoed = self.threads = 0
+        self.found = self.echoed = self.handed_back = self.threads = 0
         return self
 
     def __enter__(self):
@@ -160,12 +161,13 @@ def swapped(run, cases, rtol, atol, seconds, rng):
     kernels' arrays for other data of its size and kind (swaps, drawn here), the host
     keeping the original, must not give the original's result where the other data's
     differs from it (the answer is run on that data too, where that is to be told): a
-    result computed on the host from its own copy does. Nor may the kernels hand the swapped-in input back to the host as it
-    was, for the host to compute with: half of it or more in one array, and more
-    elements than the answer's largest launch has threads (a thread with one element to
-    reduce rightly hands it back as its partial result; where that may be all there is,
-    the next case with more elements than threads tells). An answer that raises, or does
-    not return, then passes (each case has tested it already)."""
+    result computed on the host from its own copy does. Nor may the kernels hand the
+    swapped-in input back to the host as it was, for the host to compute with: half of
+    it or more, counted in each array that holds more of it than the answer's largest
+    launch has threads (a thread with one element to reduce rightly hands it back as its
+    partial result; where that may be all there is, the next case with more elements
+    than threads tells). An answer that raises, or does not return, then passes (each
+    case has tested it already)."""
     chosen = sorted((size, i) for i, case in enumerate(cases) if (size := _swap_size(case)))
     if not chosen:
         return None
@@ -177,10 +179,10 @@ def swapped(run, cases, rtol, atol, seconds, rng):
                            first=(size, index) == chosen[0])
         if isinstance(ran, dict):
             return ran
-        echoed, threads = ran
-        if 2 * echoed < size:
+        echoed, handed_back, threads = ran
+        if 2 * handed_back < size:
             break
-        if echoed > threads:
+        if 2 * echoed >= size:
             return _failed(SWAPPED, (
                 f"your kernels handed the input back to the host unchanged ({echoed:,} "
                 "elements copied back from device memory as they were given): the result "
@@ -190,7 +192,8 @@ def swapped(run, cases, rtol, atol, seconds, rng):
 
 
 def _swapped_run(run, inputs, expected, rtol, atol, seconds, rng, first):
-    """(elements echoed, the most threads of a launch) of run(inputs) swapped, or the
+    """(elements echoed, handed back in all, the most threads of a launch) of
+    run(inputs) swapped (kernels.checks.steps.swapped), or the
     case's verdict where that run decides it (on the `first` case run so). The answer is
     run on the other data as well only where the swapped run's result is mostly the
     original's, to tell whether the other data changes it."""
@@ -199,7 +202,8 @@ def _swapped_run(run, inputs, expected, rtol, atol, seconds, rng, first):
     try:
         with SWAPPING.swapping(*pairs):
             got = call_with_time_limit(run, inputs, seconds=seconds)
-            found, echoed, threads = SWAPPING.found, SWAPPING.echoed, SWAPPING.threads
+            counts = SWAPPING.echoed, SWAPPING.handed_back, SWAPPING.threads
+            found = SWAPPING.found
         followed = first and _mostly(got, expected, rtol, atol) and _followed_host(
             got, call_with_time_limit(run, other, seconds=seconds), expected, rtol, atol)
     except TimeLimitExceeded:
@@ -207,7 +211,7 @@ def _swapped_run(run, inputs, expected, rtol, atol, seconds, rng, first):
     except Exception:  # it fails with other data: the cases tell how it works
         return _passed(SWAPPED)
     if not followed:
-        return echoed, threads
+        return counts
     unseen = "" if found else (
         " The grader found no part of the input among your kernels' arrays: if they "
         "read it in a form the grader does not recognise, your instructor will look.")

@@ -111,7 +111,9 @@ def kahan_sum(fn):
     rng = core.rng(41)
     report = None
     parts = _launches(rng)
-    swapped_n = min(n for n, _ in parts if n >= 255)  # one part has the swapped case
+    # one part is run again without its kernels and swapped (kernels.checks.provenance):
+    # of one element, the answer's input copied back is its sum, with no kernel
+    checked_n = min(n for n, _ in parts if n >= 255)
     for n, blocks in parts:  # one call each: each case has its own tolerance
         x = rng.standard_normal(n) * 10.0 ** rng.integers(-8, 8, n)
         case = (f"n={n:,}, magnitudes 1e-8 to 1e8, blocks={blocks}", (x, blocks),
@@ -119,7 +121,7 @@ def kahan_sum(fn):
         race = _race(fn, rng.standard_normal(_race_size(rng))) if report is None else None
         part = run_cases("kahan_sum", [case], calling(fn), rtol=0, race=race,
                          atol=KAHAN_OF_MAGNITUDES * math.fsum(np.abs(x)),
-                         swap=n == swapped_n)
+                         provenance_cases=n == checked_n)
         if report is None:
             report = part
             if core.DEFERRED or report.cases[0].detail.startswith(races.PREFIX):
@@ -129,7 +131,7 @@ def kahan_sum(fn):
             report.timed_out |= part.timed_out
     chains = [_chain_case(1), _chain_case(2)]
     part = run_cases("kahan_sum", chains, calling(fn), rtol=KAHAN_CHAIN_RTOL, atol=0,
-                     swap=False)
+                     provenance_cases=False)
     report.cases += part.cases
     report.timed_out |= part.timed_out
     return report

@@ -88,13 +88,14 @@ def unlaunched(subject, name, *args):
 
 @answer_step
 def swapped(subject, name, alternates, *args):
-    """(elements swapped, elements the host read back unchanged, the most threads of a
-    launch, STEPS[name](subject, *args)) with every part of `args`' arrays found in a launched kernel's arrays swapped
-    for the same part of `alternates`' (one per argument, or None): what an answer
-    returns when its kernels read other data than its host holds (kernels.checks.swaps)."""
+    """(elements swapped, elements a kernel handed back unchanged (swaps.swapped.echoed:
+    counted, and in all), the most threads of a launch, STEPS[name](subject, *args)),
+    with every part of `args`' arrays found in a launched kernel's arrays swapped for
+    the same part of `alternates`' (one per argument, or None): what an answer returns
+    when its kernels read other data than its host holds (kernels.checks.swaps)."""
     with swaps.swapped(args, alternates) as swap:
         result = STEPS[name](subject, *args)
-    return swap.found, swap.echoed(), swap.threads, result
+    return swap.found, *swap.echoed(), swap.threads, result
 
 
 # ----------------------------------------------------------------- kernels' arrays

@@ -35,11 +35,12 @@ _launching = threading.local()  # .on: this thread is in a swapped launch
 
 def _as(values, dtype):
     """`values` as elements of `dtype`, each way an answer may give them to a kernel: the
-    values converted, and the bytes read as `dtype` where its size differs (padded to
-    whole elements)."""
+    values converted, and the bytes read as `dtype` (padded to whole elements)."""
     found = []
     if values.dtype == dtype or np.can_cast(values.dtype, dtype, "same_kind"):
         found.append(values.astype(dtype))
+    if dtype.itemsize == values.dtype.itemsize and dtype != values.dtype:
+        found.append(values.view(dtype))  # float bits as integers, signed as unsigned
     if dtype.itemsize != values.dtype.itemsize:
         raw = values.view(np.uint8)
         raw = np.concatenate([raw, np.zeros(-raw.size % dtype.itemsize, np.uint8)])
@@ -81,13 +82,14 @@ class _Window:
     def runs(self, flat):
         """[(where in `flat`, where in the original, how long)] of the runs of `flat`
         (one dimension) that equal a part of the original, in order and apart: looked up
-        at every MIN_RUN-th element, so a run of 2 * MIN_RUN - 1 or more is always found,
-        then followed to its ends."""
+        at every element of a short array, at every MIN_RUN-th of a long one (where a
+        run of 2 * MIN_RUN - 1 or more is always found), then followed to its ends."""
         bits = _bits(flat)
         if bits.size < MIN_RUN or not self.hashes.size:
             return []
         hashes, varied = _hashes(bits)
-        probes = np.arange(0, hashes.size, MIN_RUN)
+        # every element of a short array: a short input at an offset is found there too
+        probes = np.arange(0, hashes.size, MIN_RUN if hashes.size > 64 * MIN_RUN else 1)
         at = np.minimum(np.searchsorted(self.hashes, hashes[probes]), self.hashes.size - 1)
         hit = (self.hashes[at] == hashes[probes]) & varied[probes]
         where, starts = probes[hit], self.starts[at[hit]]
@@ -109,19 +111,18 @@ class _Window:
 
     def swap(self, flat):
         """Replace in `flat` every run that equals a part of the original by the
-        alternate's same part; return how many elements."""
-        done = 0
-        for i, start, length in self.runs(flat):
+        alternate's same part; return [(where, how long)] of them."""
+        runs = self.runs(flat)
+        for i, start, length in runs:
             flat[i:i + length] = self.alternate[start:start + length]
-            done += length
-        return done
+        return [(i, length) for i, _, length in runs]
 
 
 class swapped:
     """Within it, kernels.checks.launches has each launch swap (`launch`), in each of its
     arrays, every part of one of `originals` for the same part of its `alternates` (None
     where an argument has none): `found` counts the elements swapped, `threads` is the
-    most threads of a launch, `echoed()` what came back unchanged."""
+    most threads of a launch, `echoed()` what a kernel handed back unchanged."""
 
     active = None  # the one in force, read by kernels.checks.launches
 
@@ -132,6 +133,8 @@ class swapped:
                       and a.shape == o.shape and a.dtype == o.dtype
                       and o.dtype.kind in "biuf" and o.size >= MIN_RUN]
         self.windows, self.found, self.read_back, self.threads = {}, 0, [], 0
+        self.in_place = []  # (byte address, the bits put there) of each run swapped in place
+        self.alive = []  # the device arrays of in_place
 
     def __enter__(self):
         swapped.active = self
@@ -151,30 +154,57 @@ class swapped:
                 if o.size >= MIN_RUN]
         return self.windows[key]
 
-    def _swap(self, flat):
+    def _swap(self, flat, address=None, device=None):
+        """Swap the input in `flat`; where it is `device` memory at `address`, remember
+        where (and keep the array, so that no other takes its place while the swap
+        lasts): what a kernel never moved from there is not handed back (`echoed`)."""
         if flat.dtype.kind not in "biuf":
             return 0
-        done = sum(window.swap(flat) for window in self._windows(flat.dtype))
+        runs = [run for window in self._windows(flat.dtype) for run in window.swap(flat)]
+        if address is not None and runs:
+            self.alive.append(device)
+            self.in_place += [(address + i * flat.itemsize, _bits(flat[i:i + length]).copy())
+                              for i, length in runs]
+        done = sum(length for _, length in runs)
         self.found += done
         return done
 
     def echoed(self):
-        """The most elements of one array the host read back from the device (by
-        copy_to_host, or a kernel's writes to a host array) that are the swapped-in data,
-        unchanged: a kernel that hands the host its input to compute with, or each
-        thread's partial result where a thread had one element (at most one element for
-        each thread of a launch: the judge tells them apart by `threads`). Read when the
-        answer has returned (a copy on a stream lands by then)."""
-        most = 0
-        for host, written in self.read_back:
+        """How many elements the host read back from the device (by copy_to_host, or a
+        kernel's writes to a host array) are the swapped-in data, unchanged, where a
+        kernel put them: a kernel that hands the host its input to compute with. Counted
+        in each array that holds more than `threads` of them (more than one for each
+        thread of the largest launch: a thread with one element to reduce rightly hands
+        it back as its partial result), and in all. Read when the answer has returned (a
+        copy on a stream lands by then)."""
+        total = everywhere = 0
+        for host, written, address in self.read_back:
             flat, echoed = np.ravel(host), 0
             if flat.dtype.kind not in "biuf":
                 continue
             for window in self._windows(flat.dtype, swapped_in=True):
                 for i, _, length in window.runs(flat):  # only what a kernel wrote counts
-                    echoed += length if written is None else int(written[i:i + length].sum())
-            most = max(most, echoed)
-        return most
+                    moved = np.ones(length, bool) if written is None else written[i:i + length]
+                    if address is not None:  # not what still lies where it was swapped in
+                        moved &= ~self._in_place(flat, i, length, address)
+                    echoed += int(moved.sum())
+            total += echoed if echoed > self.threads else 0
+            everywhere += echoed
+        return total, everywhere
+
+    def _in_place(self, flat, i, length, address):
+        """Which of flat[i:i + length] (read back from device memory at `address`) still
+        hold what was swapped in there."""
+        at = address + (i + np.arange(length)) * flat.itemsize
+        bits, still = _bits(flat[i:i + length]), np.zeros(length, bool)
+        for first, values in self.in_place:
+            inside = (at >= first) & (at < first + values.nbytes)
+            if values.itemsize != flat.itemsize:
+                still |= inside  # read as another type: taken as still there
+                continue
+            offset = (at[inside] - first) // flat.itemsize
+            still[inside] |= values[offset] == bits[inside]
+        return still
 
     def launch(self, launch, kernel, args, threads):
         """launch(kernel, *args), of `threads` threads in all, with the input swapped in
@@ -206,20 +236,27 @@ class swapped:
                 written = _bits(copy.reshape(-1)) != _bits(before.reshape(-1))
                 if type(arg).__name__ != "In":
                     host.reshape(-1)[written] = copy.reshape(-1)[written]
-                self.read_back.append((copy, written))
+                self.read_back.append((copy, written, None))
             after.append(back)
             return type(arg)(copy) if host is hint else copy
         device = getattr(arg, "_ary", None) if SIMULATOR else arg
         if SIMULATOR and isinstance(device, np.ndarray) and device.ndim:
             flat = device.ravel()
-            if self._swap(flat):
+            if self._swap(flat, _address(arg) if device.flags.c_contiguous else None, arg):
                 device[...] = flat.reshape(device.shape)
         elif not SIMULATOR and hasattr(arg, "copy_to_host") and getattr(
                 arg, "is_c_contiguous", lambda: False)() and arg.size:
             flat = arg.copy_to_host().reshape(-1)
-            if self._swap(flat):
+            if self._swap(flat, _address(arg), arg):
                 arg.copy_to_device(flat.reshape(arg.shape))
         return arg
+
+
+def _address(device_array):
+    """Where a device array's first element lies (the simulator's: in host memory)."""
+    if SIMULATOR:
+        return device_array._ary.ctypes.data
+    return device_array.device_ctypes_pointer.value
 
 
 def _install():
@@ -234,7 +271,8 @@ def _install():
         host = copy_to_host(self, *args, **kwargs)
         if swapped.active is not None and isinstance(host, np.ndarray) and not getattr(
                 _launching, "on", False):
-            swapped.active.read_back.append((host, None))
+            swapped.active.read_back.append(
+                (host, None, _address(self) if self.is_c_contiguous() else None))
         return host
 
     Device.copy_to_host = kept
