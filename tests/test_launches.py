@@ -113,3 +113,9 @@ def test_within_skipped_no_kernel_but_numba_s_runs_and_new_arrays_are_poisoned()
     fill_kernel[2, 8](out, 3.0)
     assert (out == 3.0).all()
     assert (np.empty, np.empty_like, cuda.device_array, cuda.device_array_like) == makers
+
+
+def test_a_launch_with_cuda_in_and_inout_has_its_arrays_types():
+    """A kernel launched with cuda.In(x) takes x's type: the grader compiles it so."""
+    args = (cuda.In(np.zeros(3, np.uint8)), cuda.InOut(np.zeros((2, 2), np.float32)))
+    assert launches.signature(args) == "void(uint8[::1], float32[:, ::1])"

@@ -69,6 +69,31 @@ def test_launches_through_a_host_function_are_all_recorded():
 
 
 @cuda.jit
+def _add_each(x, total):
+    i = cuda.grid(1)
+    if i < x.size:
+        cuda.atomic.add(total, 0, x[i])
+
+
+def _added_through_hints(x):
+    total = np.zeros(1, np.int64)
+    _add_each[2, 32](cuda.In(x), cuda.InOut(total))
+    return total
+
+
+def test_arrays_passed_as_cuda_in_and_inout_are_recorded():
+    """cuda.In(x), cuda.Out(x), cuda.InOut(x) launch a kernel on x: its accesses are
+    traced as those of x (they were not recorded at all: an answer that passes its
+    arrays so read nothing, to the tracer, and raced with nothing)."""
+    x = np.arange(50, dtype=np.int64)
+    t = trace.run(_added_through_hints, x)
+    launch = t.launch("_add_each")
+    assert launch.arrays["x"]["shape"] == (50,) and launch.arrays["total"]["shape"] == (1,)
+    assert sorted(a.index[0] for a in launch.of("x")) == list(range(50))
+    assert {a.kind for a in launch.of("total")} == {"atomic"}
+
+
+@cuda.jit
 def racy_count_kernel(count):  # WRONG on purpose: a plain read-modify-write of one word
     count[0] += 1
 

@@ -88,6 +88,8 @@ def _type_name(value):
     import numba
     from numba.core import types
 
+    if type(value).__name__ in ("In", "Out", "InOut") and hasattr(value, "value"):
+        value = value.value  # cuda.In(x): a kernel launched with it takes x's type
     try:
         typ = numba.typeof(value)
     except ValueError:

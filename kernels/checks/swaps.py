@@ -184,7 +184,8 @@ class swapped:
                 continue
             for window in self._windows(flat.dtype, swapped_in=True):
                 for i, _, length in window.runs(flat):  # only what a kernel wrote counts
-                    moved = np.ones(length, bool) if written is None else written[i:i + length]
+                    moved = (np.ones(length, bool) if written is None
+                             else written[i:i + length].copy())
                     if address is not None:  # not what still lies where it was swapped in
                         moved &= ~self._in_place(flat, i, length, address)
                     echoed += int(moved.sum())

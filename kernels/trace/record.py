@@ -281,6 +281,8 @@ class Recorder:
         narrow = []  # integer arrays of fewer than 32 bits: their largest value is kept
         self._regions = ([], [])
         for name, arg in zip(names, args):
+            if type(arg).__name__ in ("In", "Out", "InOut") and hasattr(arg, "value"):
+                arg = arg.value  # cuda.In(x) and the like: the kernel works on x
             if isinstance(arg, np.ndarray) and arg.ndim > 0:
                 arg = devicearray.FakeCUDAArray(arg)  # in place: the caller sees the writes
             if isinstance(arg, devicearray.FakeCUDAArray):
