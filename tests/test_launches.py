@@ -4,7 +4,6 @@ and a checker fails an answer that launched none of the student's kernels."""
 import re
 
 import numpy as np
-import pytest
 from numba import cuda
 
 from kernels import checks
