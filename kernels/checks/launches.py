@@ -255,10 +255,12 @@ def _install():
         def counted(self, *args):
             if not self._device and sim._kernel_context is None:
                 described = _count(self.fn, args, self)
-                if _skipping and origin(self.fn) != LIBRARY:
+                mine = origin(self.fn) != LIBRARY
+                if _skipping and mine:
                     return None
-                swap = swaps.swapped.active if origin(self.fn) != LIBRARY else None
-                threads = math.prod(self.grid_dim) * math.prod(self.block_dim)
+                swap = swaps.swapped.active if mine else None
+                threads = (math.prod(self.grid_dim) * math.prod(self.block_dim)
+                           if swap is not None else 0)
                 if described is not None:
                     self = _runnable(self, *described)
                 if swap is not None:
