@@ -90,6 +90,22 @@ def test_a_launch_sees_the_swapped_input_and_the_host_keeps_the_original(data):
     assert swaps.swapped.active is None
 
 
+def test_arrays_passed_as_cuda_in_out_and_inout_are_swapped_as_numba_moves_them(data):
+    """cuda.In(x): the kernel reads the other data and nothing comes back to x;
+    cuda.InOut(x) and cuda.Out(x): what the kernel wrote comes back to x."""
+    original, alternate = data
+    host_input = original.copy()
+    outs = {hint: np.zeros_like(original) for hint in (cuda.In, cuda.Out, cuda.InOut)}
+    with swaps.swapped((original,), (alternate,)) as swap:
+        for hint, out in outs.items():
+            _copy[2, 64](cuda.In(host_input), hint(out))
+    assert (host_input == original).all()  # the host keeps its copy
+    assert not outs.pop(cuda.In).any()  # In: what the kernel wrote stays on the device
+    for out in outs.values():
+        assert (out == alternate).all()  # the kernel read the other data, wrote it back
+    assert swap.found == 3 * original.size
+
+
 def test_what_the_host_copies_back_unchanged_is_counted(data):
     """The input read back as the kernel copied it counts; what the host wrote to the
     device itself, read back, does not."""

@@ -87,8 +87,9 @@ def _type_name(value):
     type a signature of these words cannot say (records, tuples, 0-d arrays, objects)."""
     import numba
     from numba.core import types
+    from numba.cuda.args import ArgHint
 
-    if type(value).__name__ in ("In", "Out", "InOut") and hasattr(value, "value"):
+    if isinstance(value, ArgHint):
         value = value.value  # cuda.In(x): a kernel launched with it takes x's type
     try:
         typ = numba.typeof(value)

@@ -225,8 +225,9 @@ class swapped:
                 step()
 
     def _argument(self, arg, after):
-        hint = getattr(arg, "value", None) if type(arg).__name__ in ("In", "Out", "InOut") \
-            else None
+        from numba.cuda.args import ArgHint  # cuda.In, cuda.Out, cuda.InOut
+
+        hint = arg.value if isinstance(arg, ArgHint) else None
         host = hint if isinstance(hint, np.ndarray) else arg
         if isinstance(host, np.ndarray) and host.ndim and host.dtype.kind in "biuf":
             copy = np.array(host)  # host memory: the kernel gets a copy, input swapped
@@ -234,9 +235,9 @@ class swapped:
             before = copy.copy()
 
             def back():  # what the kernel wrote, as Numba's transfer copies it back
+                # (under cuda.In nothing comes back to `copy`: nothing is written)
                 written = _bits(copy.reshape(-1)) != _bits(before.reshape(-1))
-                if type(arg).__name__ != "In":
-                    host.reshape(-1)[written] = copy.reshape(-1)[written]
+                host.reshape(-1)[written] = copy.reshape(-1)[written]
                 self.read_back.append((copy, written, None))
             after.append(back)
             return type(arg)(copy) if host is hint else copy

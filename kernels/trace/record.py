@@ -26,6 +26,7 @@ import threading
 
 import numpy as np
 from numba.core import types
+from numba.cuda.args import ArgHint
 from numba.cuda.simulator import kernel
 from numba.cuda.simulator.cudadrv import devicearray
 from numba.np import numpy_support
@@ -281,7 +282,7 @@ class Recorder:
         narrow = []  # integer arrays of fewer than 32 bits: their largest value is kept
         self._regions = ([], [])
         for name, arg in zip(names, args):
-            if type(arg).__name__ in ("In", "Out", "InOut") and hasattr(arg, "value"):
+            if isinstance(arg, ArgHint):
                 arg = arg.value  # cuda.In(x) and the like: the kernel works on x
             if isinstance(arg, np.ndarray) and arg.ndim > 0:
                 arg = devicearray.FakeCUDAArray(arg)  # in place: the caller sees the writes
