@@ -220,20 +220,41 @@ def test_normalize_by_max_catches_a_local_maximum():
 
 
 def _one_sweep_too_many(u, tol, max_steps):
-    v, sweeps = u.copy(), 0
-    for sweeps in range(1, max_steps + 1):
-        new = v.copy()
-        new[1:-1] = (v[:-2] + v[2:]) * 0.5
-        done = np.abs(new - v).max() < tol
-        v = new
-        if done:
-            break
-    return c.jacobi_reference(v, 1), sweeps + 1  # one more sweep than asked
+    result, sweeps = solutions.jacobi_until_converged(u, tol, max_steps)
+    return result, sweeps + 1  # right values, one sweep more than it did
 
 
-def test_jacobi_until_converged_catches_an_extra_sweep():
+def test_jacobi_until_converged_catches_a_wrong_number_of_sweeps_with_right_values():
     report = checks.jacobi_until_converged(_one_sweep_too_many)
-    assert not report.passed and "number of sweeps" in str(report)
+    failed = [case for case in report.cases if not case.passed]
+    assert not report.passed and failed
+    # the sweep count is the last value compared: the failure points at it
+    n = int(re.search(r"n=(\d+)", failed[0].description).group(1))
+    assert f"at {n}: got " in failed[0].detail, failed[0].detail
+
+
+def test_jacobi_until_converged_compares_values_and_sweeps_in_one_call():
+    calls = []
+
+    def counted(u, tol, max_steps):
+        calls.append((u.size, tol, max_steps))
+        return solutions.jacobi_until_converged(u, tol, max_steps)
+
+    report = checks.jacobi_until_converged(counted)
+    assert report.passed, str(report)
+    settings = [c for c in report.cases if c.description.startswith("n=")]
+    assert len(calls) <= len(settings) + 4  # one per setting; race, unlaunched, swapped
+
+
+def _one_point_more(u, tol, max_steps):
+    result, sweeps = solutions.jacobi_until_converged(u, tol, max_steps)
+    return np.append(result, 0.0), sweeps
+
+
+def test_jacobi_until_converged_says_a_wrong_shape_as_one():
+    report = checks.jacobi_until_converged(_one_point_more)
+    detail = next(c.detail for c in report.cases if not c.passed)
+    assert not report.passed and "your result: shape (2,), expected (1,)" in detail, detail
 
 
 # ---------------------------------------------------------------------- GPU
