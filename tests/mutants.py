@@ -15,11 +15,7 @@ that are still correct answers, each with why.
 
 import ast
 import copy
-import hashlib
 import pathlib
-
-import planted
-from kernels.checks import registry
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 REMOVE = object()  # an operator's change that deletes the statement
