@@ -11,6 +11,8 @@ import pytest
 
 import kernels
 
+import cores
+
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 # A course figure a reader could not read fails the tests, and the book build they run
 # (kernels.plots.STRICT_ENV; a student's own run only warns)
@@ -21,6 +23,9 @@ def pytest_configure(config):
     config.addinivalue_line("markers", "needs(*modules): skipped where one of these modules "
                             "is not installed (the lent GPU machine has no Jupyter, "
                             "jupytext, nbformat or selenium)")
+    worker = getattr(config, "workerinput", None)
+    if worker is not None:  # each xdist worker on a core of its own (tests/cores.py)
+        cores.keep_to(int(worker["workerid"][2:]))
 
 
 def missing(*modules):
@@ -143,7 +148,8 @@ def start_book_build(config):
                       str(pathlib.Path(sys.executable).parent / "jupyter-book"), "build",
                       str(ROOT), "--path-output", str(folder / "out"), "--warningiserror",
                       "--keep-going"], env=env, stdout=subprocess.DEVNULL,
-                     stderr=subprocess.DEVNULL)
+                     stderr=subprocess.DEVNULL,
+                     preexec_fn=cores.spread)
     return folder
 
 

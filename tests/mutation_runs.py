@@ -26,6 +26,7 @@ import time
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 
+import cores  # noqa: E402
 import mutant_set  # noqa: E402
 import planted  # noqa: E402
 from kernels.checks import registry  # noqa: E402
@@ -98,7 +99,8 @@ def run_grader(paths, out, jobs=2, timeout=TIMEOUT_S):
     env = dict(os.environ, NUMBA_ENABLE_CUDASIM=os.environ.get("NUMBA_ENABLE_CUDASIM", "1"))
     proc = subprocess.run([sys.executable, "-m", "kernels", "grade", *map(str, paths),
                            "--out", str(out), "--jobs", str(jobs), "--timeout", str(timeout)],
-                          cwd=ROOT, env=env, capture_output=True, text=True)
+                          cwd=ROOT, env=env, capture_output=True, text=True,
+                          preexec_fn=cores.spread)  # it places its processes itself
     if proc.returncode:
         raise RuntimeError(proc.stdout + proc.stderr)
     with open(out / "grades.csv", newline="") as f:

@@ -6,12 +6,11 @@ answer that scores 0 is a defect of a checker, the tracer or the judge: it is li
 REJECTED with why, and fails (strict xfail) once it is fixed, so that the entry goes.
 """
 
-import os
-
 import pytest
 
 import kernels
 
+import cores
 import corpus
 import mutation_runs
 import planted
@@ -50,7 +49,7 @@ def graded(folder):
             paths[r, p] = planted.write(corpus.notebook(part), folder / f"corpus-{r}-{p}.ipynb")
     # two at once on two cores (CI); every notebook at once where cores allow (the GPU
     # machine: graded one pair after another, the six did not finish in 380 s there)
-    jobs = max(2, min(len(paths), len(os.sched_getaffinity(0)) // 2))
+    jobs = max(2, min(len(paths), len(cores.ALL) // 2))
     rows, feedback = mutation_runs.run_grader(list(paths.values()), folder / "out", jobs=jobs,
                                               timeout=TIMEOUT_S)
     joined_rows, joined_feedback = {}, {}

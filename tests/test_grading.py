@@ -21,6 +21,7 @@ import sys
 import pytest
 
 import cheats
+import cores
 import hostile
 import kernels
 import planted
@@ -35,7 +36,7 @@ PLANTED_TIMEOUT_S = 1800
 # Grading jobs of each of the three runs below, by this machine's cores: on two (CI) the
 # runs' four jobs fill them; on the GPU machine's sixteen, one job each did not finish
 # the hostile run's 43 notebooks in nine minutes
-JOBS = max(1, len(os.sched_getaffinity(0)) // 4)
+JOBS = max(1, len(cores.ALL) // 4)
 # The infinite loop and the hung kernel cost a part of theirs (the hung kernel's trace
 # waits out about half of the checking share): the other exercises' checks need the
 # rest even on a loaded machine. On a GPU machine a trace runs in a child of the answer
@@ -50,7 +51,8 @@ def grade(paths, out, *options, timeout=900, env=None):
     env = dict(os.environ, NUMBA_ENABLE_CUDASIM="1" if kernels.SIMULATOR else "0", **env or {})
     proc = subprocess.run([sys.executable, "-m", "kernels", "grade", *map(str, paths),
                            "--out", str(out), *options], cwd=ROOT, env=env,
-                          capture_output=True, text=True, timeout=timeout)
+                          capture_output=True, text=True, timeout=timeout,
+                          preexec_fn=cores.spread)  # it places its processes itself
     assert proc.returncode == 0, proc.stdout + proc.stderr
     with open(out / "grades.csv", newline="") as f:
         rows = {row["submission"]: row for row in csv.DictReader(f)}

@@ -1,5 +1,6 @@
-"""What a sandboxed process does first (kernels.grading.confine): its threads' stacks,
-and the words that say a limit of the grader's, not the student's code, stopped a cell."""
+"""What a sandboxed process does first (kernels.grading.confine): its core, its threads'
+stacks, and the words that say a limit of the grader's, not the student's code, stopped
+a cell."""
 
 import json
 import subprocess
@@ -7,6 +8,7 @@ import sys
 
 import pytest
 
+import cores
 from kernels.grading import confine
 
 LIMITS = {"processes": 200, "memory": 3 << 30}
@@ -38,3 +40,16 @@ def test_threads_get_small_stacks_so_that_a_block_of_1024_fits_the_memory_limit(
                            text=True, check=True).stdout.split()[-1]
     assert int(shown) == confine.THREAD_STACK
     assert 1024 * confine.THREAD_STACK <= 1 << 30  # a block's stacks: a GiB at most
+
+
+@pytest.mark.skipif(len(cores.ALL) < 2, reason="needs two cores to choose from")
+def test_a_process_keeps_to_its_core_and_what_it_starts_too():
+    core = max(cores.ALL)
+    code = ("import os, subprocess, sys; from kernels.grading import confine; "
+            f"confine.keep_to({core}); confine.keep_to(None); confine.keep_to(1 << 20); "
+            "print(sorted(os.sched_getaffinity(0))); sys.stdout.flush(); "
+            "subprocess.run([sys.executable, '-c', 'import os; "
+            "print(sorted(os.sched_getaffinity(0)))'])")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True, preexec_fn=cores.spread).stdout.split()
+    assert out == [f"[{core}]"] * 2  # None and a core it may not use change nothing
