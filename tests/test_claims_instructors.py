@@ -26,9 +26,10 @@ def _paragraph(start):
 
 
 def test_instructors_gpu_survivors_are_the_ones_the_results_file_holds():
-    """instructors.md: "The same mutants were graded on a GPU too ... on an NVIDIA H100
-    (2026-11-26 ...) ... There four wrong answers got the points, all four killed on the
-    simulator: ..." (the count, the device, the dates and each survivor's exercise)."""
+    """instructors.md: "The same mutants were graded on a GPU too ... on an NVIDIA H200
+    (all of them again on 2026-11-28, in 301 s ...) ... There two wrong answers got the
+    points, both killed on the simulator: ..." (the count, the device, the date, the time
+    and each survivor's exercise)."""
     gpu = json.loads(mutation_runs.RESULTS.with_name("mutation_results_gpu.json").read_text())
     sim = json.loads(mutation_runs.RESULTS.read_text())["mutants"]
     survived = sorted(name for name, r in gpu["mutants"].items()
@@ -37,7 +38,7 @@ def test_instructors_gpu_survivors_are_the_ones_the_results_file_holds():
     said = " ".join(_paragraph("The same mutants were graded on a GPU too").split())
     assert f"There {WORDS[len(survived)]} wrong answers got the points" in said, survived
     assert gpu["device"].replace("NVIDIA H100 80GB HBM3", "NVIDIA H100") in said
-    assert gpu["date"] in said
+    assert gpu["date"] in said and f"in {gpu['seconds']} s" in said
     for name in survived:
         assert f"`{name.split(':')[0]}`" in said, name
         assert sim[name]["points"] == 0, f"{name} is not killed on the simulator"

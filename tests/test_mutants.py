@@ -20,7 +20,7 @@ import mutants
 import mutation_runs
 from kernels.checks import registry
 
-# On the lent H100 (tests/mutation_results_gpu.json: every mutant graded there with
+# On the lent GPU (tests/mutation_results_gpu.json: every mutant graded there with
 # NUMBA_ENABLE_CUDASIM=0), the mutants that get the points, and why
 OUT_OF_BOUNDS_READ = ("a bound off by one that lets a thread read one element past an "
                       "input: a GPU reads it without a fault, and the value never reaches "
