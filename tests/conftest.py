@@ -144,12 +144,11 @@ def start_book_build(config):
     except FileExistsError:
         return folder
     env = dict(os.environ, NUMBA_ENABLE_CUDASIM="1" if kernels.SIMULATOR else "0")
-    subprocess.Popen([sys.executable, "-c", BUILD, str(folder),
-                      str(pathlib.Path(sys.executable).parent / "jupyter-book"), "build",
-                      str(ROOT), "--path-output", str(folder / "out"), "--warningiserror",
-                      "--keep-going"], env=env, stdout=subprocess.DEVNULL,
-                     stderr=subprocess.DEVNULL,
-                     preexec_fn=cores.spread)
+    subprocess.Popen(cores.spread([sys.executable, "-c", BUILD, str(folder),
+                                   str(pathlib.Path(sys.executable).parent / "jupyter-book"),
+                                   "build", str(ROOT), "--path-output", str(folder / "out"),
+                                   "--warningiserror", "--keep-going"]),
+                     env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     return folder
 
 

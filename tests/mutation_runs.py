@@ -97,10 +97,11 @@ def run_grader(paths, out, jobs=2, timeout=TIMEOUT_S):
     {submission: feedback text})."""
     out = pathlib.Path(out)
     env = dict(os.environ, NUMBA_ENABLE_CUDASIM=os.environ.get("NUMBA_ENABLE_CUDASIM", "1"))
-    proc = subprocess.run([sys.executable, "-m", "kernels", "grade", *map(str, paths),
-                           "--out", str(out), "--jobs", str(jobs), "--timeout", str(timeout)],
-                          cwd=ROOT, env=env, capture_output=True, text=True,
-                          preexec_fn=cores.spread)  # it places its processes itself
+    # every core: the grader keeps each of its processes to one itself
+    proc = subprocess.run(cores.spread([sys.executable, "-m", "kernels", "grade",
+                                        *map(str, paths), "--out", str(out), "--jobs",
+                                        str(jobs), "--timeout", str(timeout)]),
+                          cwd=ROOT, env=env, capture_output=True, text=True)
     if proc.returncode:
         raise RuntimeError(proc.stdout + proc.stderr)
     with open(out / "grades.csv", newline="") as f:

@@ -49,10 +49,10 @@ def grade(paths, out, *options, timeout=900, env=None):
     """Run the grader as an instructor would (with `env` added to the environment);
     {submission: row}, feedback."""
     env = dict(os.environ, NUMBA_ENABLE_CUDASIM="1" if kernels.SIMULATOR else "0", **env or {})
-    proc = subprocess.run([sys.executable, "-m", "kernels", "grade", *map(str, paths),
-                           "--out", str(out), *options], cwd=ROOT, env=env,
-                          capture_output=True, text=True, timeout=timeout,
-                          preexec_fn=cores.spread)  # it places its processes itself
+    # every core: the grader keeps each of its processes to one itself
+    proc = subprocess.run(cores.spread([sys.executable, "-m", "kernels", "grade",
+                                        *map(str, paths), "--out", str(out), *options]),
+                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     with open(out / "grades.csv", newline="") as f:
         rows = {row["submission"]: row for row in csv.DictReader(f)}

@@ -84,17 +84,3 @@ def test_the_instructors_page_gives_the_split_the_runner_makes():
     assert f"within {runner.JUDGE_SHARE:.0%} of the time" in page
     assert f"never less than {1 - runner.JUDGE_SHARE:.0%} of it" in page
 
-
-@pytest.mark.parametrize("cores, jobs, side, placed", [
-    ([0, 1], 2, False, [(0, 0), (1, 1)]),  # a core each, both runs of a notebook on it
-    ([0, 1], 1, True, [(0, 1)]),  # side by side: the answers on one, the notes the other
-    ([4, 6, 9, 11], 2, True, [(4, 6), (9, 11)]),  # the cores this process may use
-    ([3], 2, False, [(3, 3), (3, 3)]),  # more notebooks than cores: they share
-    ([0, 1, 2], 4, False, [(0, 0), (1, 1), (2, 2), (0, 0)])])
-def test_each_notebook_graded_at_once_keeps_to_cores_of_its_own(cores, jobs, side, placed):
-    assert [runner.placement(slot, side, cores) for slot in range(jobs)] == placed
-
-
-def test_placement_is_among_the_cores_this_process_may_use(monkeypatch):
-    monkeypatch.setattr(runner.os, "sched_getaffinity", lambda pid: {5, 7})
-    assert runner.placement(0, True) == (5, 7) and runner.placement(1, False) == (7, 7)

@@ -29,9 +29,9 @@ def drop_editable_install():
 
 
 def enter(job, folder="work"):
-    """Keep to the job's core, become the sandbox's user, set its limits, and move into
-    scratch/`folder`."""
-    keep_to(job.get("core"))
+    """Keep to the core this process runs on, become the sandbox's user, set its limits,
+    and move into scratch/`folder`."""
+    keep_to_this_core()
     if job.get("user") is not None:  # root in the sandbox: become nobody in particular
         os.setgroups([])
         os.setresgid(job["user"], job["user"], job["user"])
@@ -47,17 +47,18 @@ def enter(job, folder="work"):
     threading.stack_size(THREAD_STACK)
 
 
-def keep_to(core):
-    """Run this process, and what it starts, on `core` alone (None: where the system
-    likes). The simulator runs every CUDA thread as an OS thread, and threads of one
+def keep_to_this_core():
+    """Run this thread, and the threads and processes it starts, on the core it runs on
+    now, which the system chose (an idle one where there is one: where other graders
+    share the machine, a choice of the grader's own would pile them onto the same
+    cores). The simulator runs every CUDA thread as an OS thread, and threads of one
     process spread over several cores fight for Python's lock: a chapter's checks took
-    about a third more time and CPU on two cores than on one (kernels.grading.runner
-    gives each process a core: placement)."""
-    if core is None:
-        return
+    about a third more time and CPU on two cores than on one."""
     try:
-        os.sched_setaffinity(0, {core})
-    except OSError:  # not a core this process may use: it runs where it may
+        with open("/proc/self/stat", "rb") as stat:
+            fields = stat.read().rsplit(b")", 1)[1].split()
+        os.sched_setaffinity(0, {int(fields[36])})  # field 39, "processor"
+    except (OSError, IndexError, ValueError):  # no /proc: it runs where it may
         pass
 
 

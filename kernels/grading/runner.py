@@ -17,17 +17,15 @@ the grader is root (unprivileged_user). The worker's notes come
 over a pipe with a nonce; the verdicts come from the judge's stdout, which no code of
 the student's can reach. Whatever happens in one submission, the others are graded.
 
-Each notebook graded at once keeps its answer processes and its run for notes to a
-core of its own, or to two where they go side by side (placement): the simulator runs
-every CUDA thread as an OS thread, and one process's threads spread over several cores
-spend much of their time fighting for Python's lock.
+Each process that runs a student's code keeps to the core it started on
+(kernels.grading.confine.keep_to_this_core): the simulator runs every CUDA thread as an
+OS thread, and one process's threads spread over several cores fight for Python's lock.
 """
 
 import concurrent.futures
 import dataclasses
 import json
 import os
-import queue
 import random
 import secrets
 import shutil
@@ -85,19 +83,6 @@ def split(timeout, side_by_side=False):
     return (f"the time limit of {timeout:g} s per notebook (--timeout): up to {judge:.0f} "
             f"s ({JUDGE_SHARE:.0%}) to check its exercises, then what is left, at least "
             f"{timeout - judge:.0f} s, to run it for the feedback's notes")
-
-
-def placement(slot, side_by_side, cores=None):
-    """(the core of the answer processes, the core of the run for notes) of the notebook
-    graded in `slot` (0 to jobs - 1), among `cores` (default: those this process may
-    use): a core for each notebook graded at once, and with `side_by_side` one for each
-    of its two runs. The simulator runs each CUDA thread as an OS thread, and one
-    process's threads spread over cores fight for Python's lock: kept to one core, a
-    chapter's grading took less time and CPU (kernels.grading.confine.keep_to)."""
-    cores = sorted(os.sched_getaffinity(0)) if cores is None else cores
-    if side_by_side:
-        return cores[2 * slot % len(cores)], cores[(2 * slot + 1) % len(cores)]
-    return (cores[slot % len(cores)],) * 2
 
 
 def library_paths():
@@ -191,11 +176,11 @@ def _read_channel(stream, nonce, messages, problems):
         messages.append(message)
 
 
-def run_worker(folder, seconds, box=None, timeout=None, side_by_side=False, core=None):
+def run_worker(folder, seconds, box=None, timeout=None, side_by_side=False):
     """Run the notebook in `folder` (kernels.grading.worker) within `seconds`: in `box`
-    (a sandbox.Sandbox), or, with None, only in a process of its own, on `core` (None:
-    any). `timeout`: the notebook's whole time limit, of which `seconds` is what is left
-    for this run, which goes beside the checking with `side_by_side`.
+    (a sandbox.Sandbox), or, with None, only in a process of its own. `timeout`: the
+    notebook's whole time limit, of which `seconds` is what is left for this run, which
+    goes beside the checking with `side_by_side`.
 
     Returns (messages, problems, how it ended: None if it exited by itself, else the
     reason it was stopped), once every process it started has ended."""
@@ -213,7 +198,7 @@ def run_worker(folder, seconds, box=None, timeout=None, side_by_side=False, core
     # is slow on a busy machine, and it must stop itself, with its note, before the
     # grader stops it below
     deadline = time.monotonic() + seconds
-    job.update(nonce=nonce, seconds=seconds, deadline=deadline, limit=limit, core=core)
+    job.update(nonce=nonce, seconds=seconds, deadline=deadline, limit=limit)
     read_end, write_end = os.pipe()
     job["fd"] = write_end
     with open(os.path.join(folder, "log"), "wb") as log:
@@ -246,11 +231,10 @@ def run_worker(folder, seconds, box=None, timeout=None, side_by_side=False, core
     return messages, problems, stopped
 
 
-def start_judge(folder, labels, seconds, box=None, core=None):
-    """The judge (kernels.grading.judge) for `labels` of the notebook in `folder`, started;
-    its answer processes keep to `core` (None: any)."""
+def start_judge(folder, labels, seconds, box=None):
+    """The judge (kernels.grading.judge) for `labels` of the notebook in `folder`, started."""
     job = {"labels": labels, "seconds": seconds, "check_seconds": max(seconds / 4, 5),
-           "folder": folder, "sandboxed": box is not None, "core": core,
+           "folder": folder, "sandboxed": box is not None,
            "limits": dataclasses.asdict(box.limits) if box else {},
            "gpu": bool(box and box.gpu), "as_root": bool(box and box.as_root)}
     env = dict(os.environ, NUMBA_ENABLE_CUDASIM="1" if kernels.SIMULATOR else "0")
@@ -352,12 +336,10 @@ def _exit_reason(code, sandboxed=False):
     return f"it exited with status {code} before the grader had finished"
 
 
-def grade(submission, package_files, timeout, box=None, side_by_side=False,
-          cores=(None, None)):
+def grade(submission, package_files, timeout, box=None, side_by_side=False):
     """Grade one submission within `timeout` seconds in all: an Outcome, never an error.
     With `side_by_side` (see alongside), the notebook runs for its notes while its
-    exercises are checked. `cores`: where its answer processes and its run for notes
-    keep to (placement; None: anywhere)."""
+    exercises are checked."""
     start = time.monotonic()
     outcome = Outcome(submission)
     try:
@@ -384,14 +366,14 @@ def grade(submission, package_files, timeout, box=None, side_by_side=False,
         if box is None:
             os.makedirs(os.path.join(folder, "scratch"))
             os.chmod(os.path.join(folder, "scratch"), 0o1777)
-        judge = start_judge(folder, labels, timeout * JUDGE_SHARE, box, cores[0])
+        judge = start_judge(folder, labels, timeout * JUDGE_SHARE, box)
         with concurrent.futures.ThreadPoolExecutor(1) as pool:
             notes = pool.submit(run_worker, folder, timeout - (time.monotonic() - start),
-                                box, timeout, True, cores[1]) if side_by_side else None
+                                box, timeout, True) if side_by_side else None
             verdicts, judge_stopped = finish_judge(judge, timeout * JUDGE_SHARE + 2, timeout)
             messages, problems, stopped = notes.result() if notes else run_worker(
                 folder, max(timeout - (time.monotonic() - start),
-                            timeout * (1 - JUDGE_SHARE)), box, timeout, core=cores[1])
+                            timeout * (1 - JUDGE_SHARE)), box, timeout)
     finally:
         shutil.rmtree(folder, ignore_errors=True)
     for m in messages:
@@ -430,22 +412,15 @@ def grade_all(subs, jobs=None, timeout=600.0, progress=None, box=None):
     in `box` (a sandbox.Sandbox), or with None only in processes of their own."""
     # read once: a notebook that rewrites them changes nothing
     files = package.with_bytecode(package.files())
-    jobs = jobs or os.cpu_count() or 1
+    jobs = jobs or len(os.sched_getaffinity(0))
     side_by_side = alongside(jobs, box)
-    slots = queue.SimpleQueue()  # of the notebooks graded at once, which this is
-    for slot in range(jobs):
-        slots.put(slot)
 
     def one(sub):
-        slot = slots.get()
         try:
-            outcome = grade(sub, files, timeout, box, side_by_side,
-                            placement(slot, side_by_side))
+            outcome = grade(sub, files, timeout, box, side_by_side)
         except Exception as err:  # the grader's own failure (a full disk): the rest go on
             outcome = Outcome(sub, notes=[f"Not graded: the grader failed on this notebook "
                                           f"({type(err).__name__}: {err}); grade it again"])
-        finally:
-            slots.put(slot)
         if progress:
             progress(outcome)
         return outcome

@@ -304,10 +304,7 @@ class Forks:
         # a reply takes a fork or a kill; the first waits for its imports. Longer, it
         # was stopped (a student's process may): the next start replaces it
         self.control.settimeout(FORKS_REPLY_S[0])
-        # the answer processes keep to the notebook's core; compiling for a GPU (one
-        # thread) goes where a core is free
-        task.update(core=None if self.gpu_target else job.get("core"),
-                    certify=self.gpu_target, check_seconds=job["check_seconds"],
+        task.update(certify=self.gpu_target, check_seconds=job["check_seconds"],
                     control=theirs.fileno(), sandboxed=box is not None)
         env = runner.environment(task["scratch"])
         if self.gpu_target:  # Numba compiles for a GPU there (none need be present)
