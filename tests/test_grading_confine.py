@@ -42,7 +42,6 @@ def test_threads_get_small_stacks_so_that_a_block_of_1024_fits_the_memory_limit(
     assert 1024 * confine.THREAD_STACK <= 1 << 30  # a block's stacks: a GiB at most
 
 
-
 @pytest.mark.skipif(len(cores.ALL) < 2, reason="needs two cores to choose from")
 def test_a_process_keeps_to_the_core_it_runs_on_and_what_it_starts_too():
     code = ("import os, subprocess, sys; from kernels.grading import confine; "

@@ -49,9 +49,8 @@ def enter(job, folder="work"):
 
 def keep_to_this_core():
     """Run this thread, and the threads and processes it starts, on the core it runs on
-    now, which the system chose (an idle one where there is one: where other graders
-    share the machine, a choice of the grader's own would pile them onto the same
-    cores). The simulator runs every CUDA thread as an OS thread, and threads of one
+    now, which the system chose: where other graders share the machine, a choice of the
+    grader's own would pile them onto the same cores. The simulator runs every CUDA thread as an OS thread, and threads of one
     process spread over several cores fight for Python's lock: a chapter's checks took
     about a third more time and CPU on two cores than on one."""
     try:
