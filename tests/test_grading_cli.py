@@ -83,4 +83,3 @@ def test_the_instructors_page_gives_the_split_the_runner_makes():
     page = (ROOT / "book" / "instructors.md").read_text()
     assert f"within {runner.JUDGE_SHARE:.0%} of the time" in page
     assert f"never less than {1 - runner.JUDGE_SHARE:.0%} of it" in page
-
