@@ -75,7 +75,7 @@ def test_notes_run_beside_the_checks_only_in_a_sandbox_with_a_spare_core(
         monkeypatch, cores, jobs, box, side):
     """Without a sandbox the notebook's code could reach the answer processes (the same
     user, the same process namespace): it runs only once the judge has finished."""
-    monkeypatch.setattr(runner.os, "sched_getaffinity", lambda pid: set(range(cores)))
+    monkeypatch.setattr(runner.machine, "cores", lambda: cores)
     assert runner.alongside(jobs, object() if box else None) is side
 
 

@@ -6,7 +6,7 @@ import re
 import sys
 
 import kernels
-from kernels.grading import autograders, reports, runner, sandbox, submissions
+from kernels.grading import autograders, machine, reports, runner, sandbox, submissions
 
 SIZE = re.compile(r"(\d+(?:\.\d+)?)([KMGT]?)i?B?", re.I)
 
@@ -43,7 +43,7 @@ def grade(args, parser):
     if args.timeout < 10:
         parser.error(f"--timeout is the time for one whole notebook, at least 10 s; got "
                      f"{args.timeout:g}")
-    jobs = args.jobs or len(os.sched_getaffinity(0))
+    jobs = args.jobs or machine.cores()
     # side by side (runner.alongside), a notebook's two processes may peak at once
     memory = (size(args.max_memory, "--max-memory", parser) if args.max_memory else
               sandbox.default_memory(2 * jobs if runner.alongside(jobs, True) else jobs))

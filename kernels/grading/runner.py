@@ -39,7 +39,7 @@ import time
 
 import kernels
 from kernels.checks import registry
-from kernels.grading import package, sandbox, submissions
+from kernels.grading import machine, package, sandbox, submissions
 
 # Of the time limit, for checking the exercises; the notebook's run for notes then has
 # the rest. One after the other where cores are short: two simulator processes on one
@@ -69,8 +69,8 @@ JUDGE = ("import json, sys; sys.path[:] = json.loads(sys.argv[1]); "
 def alongside(jobs, box):
     """Whether each notebook's run for notes goes beside its checking: in a sandbox (no
     process of one sees the other's), with two cores or more for each of the `jobs`
-    notebooks graded at once."""
-    return box is not None and len(os.sched_getaffinity(0)) >= 2 * jobs
+    notebooks graded at once (kernels.grading.machine.cores)."""
+    return box is not None and machine.cores() >= 2 * jobs
 
 
 def split(timeout, side_by_side=False):
@@ -412,7 +412,7 @@ def grade_all(subs, jobs=None, timeout=600.0, progress=None, box=None):
     in `box` (a sandbox.Sandbox), or with None only in processes of their own."""
     # read once: a notebook that rewrites them changes nothing
     files = package.with_bytecode(package.files())
-    jobs = jobs or len(os.sched_getaffinity(0))
+    jobs = jobs or machine.cores()
     side_by_side = alongside(jobs, box)
 
     def one(sub):
