@@ -3,6 +3,7 @@
 import csv
 import pathlib
 import stat
+import subprocess
 import zipfile
 
 import pytest
@@ -106,6 +107,36 @@ def test_gradescope_autograder_zip_has_the_scripts_and_no_solutions(tmp_path):
     assert "kernels/checks/core.py" in names and "kernels/grading/worker.py" in names
     assert not [n for n in names if "solutions" in n or n.endswith(".pyc")]
     assert any(n.startswith("kernels/recordings/") for n in names)
+
+
+@pytest.mark.parametrize("notebooks, each", [
+    (["a.ipynb"], autograders.GRADESCOPE_TIMEOUT_S),
+    (["a.ipynb", "x/b.ipynb", "x/.ipynb_checkpoints/b-checkpoint.ipynb", "notes.txt"],
+     autograders.GRADESCOPE_TIMEOUT_S // 2),
+    ([f"n{i}.ipynb" for i in range(100)], 10)])
+def test_gradescope_s_run_gives_the_upload_s_notebooks_a_share_each(tmp_path, notebooks, each):
+    """Together within Gradescope's default limit for a run, with time to spare for what
+    the grader does past each notebook's --timeout (autograders.GRADESCOPE_TIMEOUT_S)."""
+    assert autograders.GRADESCOPE_TIMEOUT_S + 60 < autograders.GRADESCOPE_S
+    for name in notebooks:
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text("{}")
+    script = autograders.RUN_AUTOGRADER.replace("/autograder/submission", str(tmp_path))
+    share = script[script.index("n=$("):script.index("PYTHONPATH=")] + 'echo "$timeout"\n'
+    said = subprocess.run(["bash", "-c", share], capture_output=True, text=True, check=True)
+    assert int(said.stdout) == each
+    assert '--timeout "$timeout"' in script
+
+
+def test_the_instructors_page_gives_the_gradescope_limit_the_autograder_sets():
+    """instructors.md: "Gradescope ... stops it after 10 minutes. The autograder gives the
+    notebooks of an upload 8 minutes together"."""
+    page = " ".join((pathlib.Path(__file__).resolve().parents[1] / "book" /
+                     "instructors.md").read_text().split())
+    limit = autograders.GRADESCOPE_TIMEOUT_S
+    assert limit % 60 == 0
+    assert f"stops it after {autograders.GRADESCOPE_S // 60} minutes" in page
+    assert f"gives the notebooks of an upload {limit // 60} minutes together" in page
 
 
 def test_classroom_workflow_has_one_test_per_exercise(tmp_path):

@@ -18,6 +18,15 @@ from kernels.checks import registry
 from kernels.grading import package, sandbox
 
 TIMEOUT_S = 1200  # one notebook on the simulator: a chapter runs in a few minutes
+# Gradescope stops a run of the autograder at 10 minutes, and gives it half a virtual CPU
+# and 768 MB, unless the assignment's settings give more (its documentation:
+# gradescope-autograders.readthedocs.io, Troubleshooting). The upload's notebooks share
+# 8 minutes: a notebook runs past its --timeout by up to about 17 s (the judge's 2 s of
+# grace and the waits for its output, the notes run's 5 s and the wait for its output),
+# and the grader starts slowly at half a CPU, so that a notebook that never ends still
+# gets its grade and feedback rather than a run Gradescope stopped.
+GRADESCOPE_S = 600
+GRADESCOPE_TIMEOUT_S = 480
 
 SETUP_SH = """\
 #!/usr/bin/env bash
@@ -36,11 +45,16 @@ RUN_AUTOGRADER = f"""\
 # where the checkers' race case (the tracer) finds races a GPU would show.
 # Gradescope gives every submission a container of its own, so the grader needs no OS
 # sandbox here ({sandbox.ISOLATED_BY}): it uses one only where the container allows it.
+# The upload's notebooks (as the grader finds them) share {GRADESCOPE_TIMEOUT_S} s: Gradescope
+# stops a run at {GRADESCOPE_S // 60} minutes unless its settings allow more.
 cd /autograder/source
 export {sandbox.ISOLATED_BY}=gradescope
+n=$(find /autograder/submission -name '*.ipynb' -not -path '*/.ipynb_checkpoints/*' | wc -l)
+timeout=$(( {GRADESCOPE_TIMEOUT_S} / (n > 1 ? n : 1) ))
+[ "$timeout" -ge 10 ] || timeout=10
 PYTHONPATH=/autograder/source NUMBA_ENABLE_CUDASIM=1 /autograder/venv/bin/python \\
   -m kernels grade /autograder/submission --out /autograder/grades --gradescope \\
-  --jobs 1 --timeout {TIMEOUT_S}
+  --jobs 1 --timeout "$timeout"
 cp /autograder/grades/results.json /autograder/results/results.json
 """
 
