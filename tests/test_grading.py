@@ -22,6 +22,7 @@ import pytest
 
 import cheats
 import cores
+import grading_time
 import hostile
 import kernels
 import planted
@@ -171,7 +172,10 @@ def grade_hostile(folder):
         paths[run].append(path)
     book = folder / "rest" / "book-gridstride.ipynb"
     book.write_bytes((ROOT / "book" / "gridstride.ipynb").read_bytes())
-    paths["rest"].append(book)
+    solved, added = grading_time.chapter_notebook("gridstride")
+    assert not added  # each exercise has its cell in the chapter
+    (folder / "rest" / "book-gridstride-solved.ipynb").write_text(json.dumps(solved))
+    paths["rest"] += [book, folder / "rest" / "book-gridstride-solved.ipynb"]
     with concurrent.futures.ThreadPoolExecutor(2) as pool:
         runs = {run: pool.submit(grade, found, folder / f"out-{run}", "--jobs", str(JOBS),
                                  "--gradescope", "--timeout", str(
@@ -271,6 +275,16 @@ def test_an_unsolved_chapter_notebook_earns_nothing(hostile_grades):
     assert "reduction-ex-argmax" not in feedback["book-gridstride"]  # other chapters: not graded
     # its column is there only if another notebook of the run answers the chapter
     assert row.get("reduction-ex-argmax", "") == ""
+
+
+def test_a_chapter_notebook_with_its_answers_written_in_gets_full_marks(hostile_grades):
+    """The chapter as published, each exercise's cell holding a correct answer beside its
+    call to the checker, as a student hands it in: full marks, and no note (every cell of
+    the chapter's ran)."""
+    rows, feedback, *_ = hostile_grades
+    row = rows["book-gridstride-solved"]
+    assert (row["chapters"], row["total"], row["possible"], row["notes"]) == (
+        "gridstride", "6", "6", "0"), feedback["book-gridstride-solved"]
 
 
 def test_gradescope_results_follow_its_format(hostile_grades):
