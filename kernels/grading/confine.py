@@ -29,9 +29,10 @@ def drop_editable_install():
 
 
 def enter(job, folder="work"):
-    """Keep to the core this process runs on, become the sandbox's user, set its limits,
-    and move into scratch/`folder`."""
-    keep_to_this_core()
+    """On the simulator, keep to the core this process runs on; become the sandbox's
+    user, set its limits, and move into scratch/`folder`."""
+    if os.environ.get("NUMBA_ENABLE_CUDASIM") == "1":  # on a GPU the kernels run there
+        keep_to_this_core()
     if job.get("user") is not None:  # root in the sandbox: become nobody in particular
         os.setgroups([])
         os.setresgid(job["user"], job["user"], job["user"])
@@ -50,9 +51,10 @@ def enter(job, folder="work"):
 def keep_to_this_core():
     """Run this thread, and the threads and processes it starts, on the core it runs on
     now, which the system chose: where other graders share the machine, a choice of the
-    grader's own would pile them onto the same cores. The simulator runs every CUDA thread as an OS thread, and threads of one
-    process spread over several cores fight for Python's lock: a chapter's checks took
-    about a third more time and CPU on two cores than on one."""
+    grader's own would pile them onto the same cores. The simulator runs every CUDA
+    thread as an OS thread, and threads of one process spread over several cores fight
+    for Python's lock: a chapter's checks took about a third more time and CPU on two
+    cores than on one."""
     try:
         with open("/proc/self/stat", "rb") as stat:
             fields = stat.read().rsplit(b")", 1)[1].split()

@@ -17,9 +17,10 @@ the grader is root (unprivileged_user). The worker's notes come
 over a pipe with a nonce; the verdicts come from the judge's stdout, which no code of
 the student's can reach. Whatever happens in one submission, the others are graded.
 
-Each process that runs a student's code keeps to the core it started on
-(kernels.grading.confine.keep_to_this_core): the simulator runs every CUDA thread as an
-OS thread, and one process's threads spread over several cores fight for Python's lock.
+On the simulator, each process that runs a student's code keeps to the core it started
+on (kernels.grading.confine.keep_to_this_core): the simulator runs every CUDA thread as
+an OS thread, and one process's threads spread over several cores fight for Python's
+lock.
 """
 
 import concurrent.futures
