@@ -117,6 +117,21 @@ def test_what_the_answer_changes_in_its_process_cannot_change_the_race_verdict(f
     assert "lost update" in report, report
 
 
+@pytest.mark.parametrize("end, flagged", [
+    ("os.kill(os.getpid(), signal.SIGKILL)", True),  # as the OOM killer ends a process
+    ("os._exit(3)", False)])
+def test_an_answer_process_killed_as_a_full_memory_kills_it_is_flagged(folder, end, flagged):
+    """SIGKILL is how the kernel's OOM killer ends a process where the machine or the
+    container runs out of memory (Gradescope gives 768 MB): the grader's limit, flagged
+    for the instructor; an answer that exits by itself is the student's."""
+    passed, report, flag = _checked(folder, f"    import os, signal\n    {end}",
+                                    "cuda.atomic.add(s, data[i], 1)")
+    assert not passed
+    assert "The checker could not finish with your `histogram_256`" in report, report
+    assert bool(flag) is flagged, (flag, report)
+    assert ("your instructor will look at it" in report) is flagged, report
+
+
 def test_an_exercise_the_notebook_does_not_answer_gets_no_answer_process():
     """The judge starts no process for an exercise whose names no statement binds (the
     answer process would run nothing there), and says so as that process would; a name

@@ -71,9 +71,11 @@ def into_scratch(scratch, folder):
 
 
 # How the errors that the limits raise read in a report (a thread or a process that
-# could not start, memory refused), where only their text came back from the sandbox
+# could not start, memory refused), where only their text came back from the sandbox;
+# and an answer process that SIGKILL ended (kernels.grading.stand_in): the kernel's OOM
+# killer does that where the machine or container runs out of memory (Gradescope's 768 MB)
 LIMIT_ERRORS = ("RuntimeError: can't start new thread", "MemoryError",
-                "BlockingIOError: [Errno 11]")
+                "BlockingIOError: [Errno 11]", "killed by signal SIGKILL")
 
 
 def limit_reached(err, limits):

@@ -27,7 +27,7 @@ import sys
 import time
 
 from kernels.checks import core
-from kernels.grading import answers, compiled
+from kernels.grading import answers, compiled, confine
 from kernels.grading.stand_in import Answer, AnswerEnded, Forks, Subject
 
 MAX_REPORT_CHARS = 20_000
@@ -86,8 +86,6 @@ def limits_reached(report):
     """Mark each failed case of `report` whose error is one that the sandbox's limits
     raise (a thread that could not start, memory refused) as the grader's limit: the
     instructor is told, and the student is not blamed for it."""
-    from kernels.grading import confine
-
     for case in report.cases:
         if not case.passed and any(e in case.detail for e in confine.LIMIT_ERRORS):
             case.grader_limit = ("a limit of the sandbox (--max-processes, --max-memory) "
@@ -151,7 +149,12 @@ def check(exercise, answer, found=None, certifier=None, compiler=None):
     try:
         report = getattr(checks, exercise.check_name)(answer)
     except AnswerEnded as err:
-        return False, f"The checker could not finish with your `{name}`: {err}", ""
+        said = f"The checker could not finish with your `{name}`: {err}"
+        if not any(e in str(err) for e in confine.LIMIT_ERRORS):
+            return False, said, ""
+        return False, (said + "\n(that is likely a limit of the grader's machine, not a "
+                       "bug in your code: your instructor will look at it)"), \
+            f"its answer process ended: {err}"
     except Exception as err:  # the checker could not even set up the cases
         return False, (f"The checker could not run your `{name}`: "
                        f"{type(err).__name__}: {err}"), ""
