@@ -63,6 +63,21 @@ def test_what_the_tracer_cannot_run_fails_closed_and_is_flagged():
     assert case.grader_limit.startswith("the race case could not run (TraceError")
 
 
+@pytest.mark.parametrize("how", ["exit status 3", "killed by signal SIGKILL"])
+def test_a_tracer_process_that_ended_fails_the_case_as_an_answer_process_would(how):
+    """On a GPU machine the trace runs in a simulator process (kernels.trace.remote):
+    where it ended, the case fails in the words of an answer process's end, which the
+    judge flags only for a kill (kernels.grading.judge.limits_reached); a tracer that
+    cannot trace the code is the grader's limit, flagged here."""
+    words = f"the simulator process tracing your code ended ({how})"
+    case = races._case("[2, 4]", ("failed", "ended", words))
+    assert not case.passed and case.always_shown and not case.grader_limit
+    assert case.detail == f"under the tracer, {words}; so the grader cannot tell whether " \
+        "it races, and this case fails"
+    tracer = races._case("[2, 4]", ("failed", "tracer", "TraceError: " + words))
+    assert not tracer.passed and tracer.grader_limit
+
+
 def test_inside_a_graded_notebook_the_case_waits_for_the_grader(monkeypatch):
     monkeypatch.setattr(core, "DEFERRED", True)
     report = _check(racy_count_kernel)

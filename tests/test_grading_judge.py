@@ -123,11 +123,13 @@ def test_what_the_answer_changes_in_its_process_cannot_change_the_race_verdict(f
 def test_an_answer_process_killed_as_a_full_memory_kills_it_is_flagged(folder, end, flagged):
     """SIGKILL is how the kernel's OOM killer ends a process where the machine or the
     container runs out of memory (Gradescope gives 768 MB): the grader's limit, flagged
-    for the instructor; an answer that exits by itself is the student's."""
+    for the instructor; an answer that exits by itself is the student's. On the simulator
+    the race case runs first and ends the check; on a GPU each case fails, and the race
+    case's own simulator process ends as the answer's did."""
     passed, report, flag = _checked(folder, f"    import os, signal\n    {end}",
                                     "cuda.atomic.add(s, data[i], 1)")
     assert not passed
-    assert "The checker could not finish with your `histogram_256`" in report, report
+    assert "the process running your code ended" in report, report
     assert bool(flag) is flagged, (flag, report)
     assert ("your instructor will look at it" in report) is flagged, report
 

@@ -238,6 +238,21 @@ def test_a_lambda_travels_as_its_code_and_runs_numpy_there(rng):
         remote.in_simulator_process(fn, (x,), {})
 
 
+@pytest.mark.parametrize("end, how", [
+    ("__import__('os').kill(__import__('os').getpid(), 9)", "killed by signal SIGKILL"),
+    ("__import__('os')._exit(3)", "exit status 3"),
+    ("__import__('sys').exit(4)", "exit status 4"),
+    ("(_ for _ in ()).throw(BaseException('gone'))", "exit status 1: BaseException: gone")])
+def test_a_simulator_process_that_ends_without_a_result_says_how(end, how):
+    """The grader tells a kill (the OOM killer's SIGKILL: its limit, flagged) from code
+    that ended its own process (the student's) by these words, as for an answer process;
+    the process's stderr begins with the course's banner, which says nothing of why."""
+    fn = remote.portable(eval(f"lambda x: {end}"))
+    with pytest.raises(trace.ProcessEnded) as err:
+        remote.in_simulator_process(fn, (np.zeros(2),), {})
+    assert str(err.value) == f"the simulator process tracing your code ended ({how})"
+
+
 SCRIPT = """
 import numpy as np
 from kernels.trace import remote

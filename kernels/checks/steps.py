@@ -218,8 +218,8 @@ def traced(tracer, *args, seconds=None):
     """("trace", the trace of tracer(*args), as kernels.trace.wire sends it), or
     ("failed", what stopped it, its words): "time" (past `seconds`, default
     TRACE_TIME_LIMIT_S), "nothing" (no kernel launched), "lock" (a lock that never came
-    free), "too large", "tracer" (it cannot trace this), "not a kernel", "raised" (the
-    answer's own error). The judge decides what each means (kernels.checks.races)."""
+    free), "too large", "ended" (the tracer's own process ended: kernels.trace.remote),
+    "tracer" (it cannot trace this), "not a kernel", "raised" (the answer's own error). The judge decides what each means (kernels.checks.races)."""
     try:
         t = call_with_time_limit(tracer, *args, seconds=seconds or TRACE_TIME_LIMIT_S)
         return "trace", wire.encode(t)
@@ -231,6 +231,8 @@ def traced(tracer, *args, seconds=None):
         return "failed", "lock", first_line(err)
     except trace.TraceTooLarge as err:
         return "failed", "too large", f"{type(err).__name__}: {first_line(err)}"
+    except trace.ProcessEnded as err:
+        return "failed", "ended", first_line(err)
     except trace.TraceError as err:
         return "failed", "tracer", f"{type(err).__name__}: {first_line(err)}"
     except launches.NotAKernel as err:

@@ -30,15 +30,15 @@ from kernels import SIMULATOR
 from kernels.trace.analyses import bank_conflicts, coverage, sectors  # noqa
 from kernels.trace.hazards import barriers, lock_order, races, stream_races  # noqa
 from kernels.trace import remote
-from kernels.trace.model import (LockNeverFree, NothingLaunched, Trace, TraceError,  # noqa
-                                 TraceTooLarge)
+from kernels.trace.model import (LockNeverFree, NothingLaunched, ProcessEnded, Trace,  # noqa
+                                 TraceError, TraceTooLarge)
 
 # Trace in this process (the simulator), else in a simulator process of its own; tests
 # set it False to take a GPU machine's path on the simulator.
 LOCAL = SIMULATOR
 
 __all__ = ["run", "launch", "Trace", "TraceError", "TraceTooLarge", "LockNeverFree",
-           "NothingLaunched",
+           "NothingLaunched", "ProcessEnded",
            "coverage", "sectors", "bank_conflicts", "races", "stream_races", "lock_order",
            "barriers"]
 

@@ -26,6 +26,11 @@ class NothingLaunched(TraceError):
     """The traced call launched no kernel."""
 
 
+class ProcessEnded(TraceError):
+    """The simulator process tracing the call (kernels.trace.remote) ended without a
+    result: the traced code ended it, or it was killed (the message says how)."""
+
+
 @dataclasses.dataclass(frozen=True)
 class Access:
     seq: int  # order in the recording

@@ -21,13 +21,14 @@ import linecache
 import marshal
 import os
 import pickle
+import signal
 import subprocess
 import sys
 import tempfile
 import types
 
 from kernels.trace import wire
-from kernels.trace.model import TraceError
+from kernels.trace.model import ProcessEnded, TraceError
 
 
 def in_simulator_process(fn, args, kwargs):
@@ -48,13 +49,26 @@ def in_simulator_process(fn, args, kwargs):
         proc = subprocess.run([sys.executable, "-m", "kernels.trace", job, result], env=env,
                               capture_output=True, text=True)
         if proc.returncode != 0 or not os.path.exists(result):
-            raise TraceError("the simulator process failed: "
-                             + (proc.stderr.strip().splitlines() or ["no message"])[-1])
+            raise ProcessEnded(f"the simulator process tracing your code ended ({_how(proc)})")
         with open(result, "rb") as f:
             status, value = pickle.load(f)
     if status == "error":
         raise value
     return wire.decode(value)
+
+
+def _how(proc):
+    """How the simulator process ended without a result, in the words the grader uses
+    for an answer process's end: a signal by name (the OOM killer's is SIGKILL), else
+    its exit status and, where Python printed a traceback, its last line."""
+    if proc.returncode < 0:
+        try:
+            return f"killed by signal {signal.Signals(-proc.returncode).name}"
+        except ValueError:
+            return f"killed by signal {-proc.returncode}"
+    lines = proc.stderr.strip().splitlines()
+    said = f": {lines[-1]}" if "Traceback" in proc.stderr and lines else ""
+    return f"exit status {proc.returncode}{said}"
 
 
 def child(job, result):
