@@ -111,18 +111,16 @@ def refusal(exercise, found):
                    f"your `{name}`."), f"not graded: {blocked}"
 
 
-def check(exercise, answer, found=None, certifier=None, compiler=None):
-    """(passed, report, flag) of `exercise` for the student's `answer`, whose notebook
-    has the statements `found` (read here, never run); a kernel is first compiled for a
-    GPU by `certifier` (an Answer whose process targets a GPU). With `compiler` (a
+def check(exercise, answer, certifier=None, compiler=None):
+    """(passed, report, flag) of `exercise` for the student's `answer`, which the reading
+    of its code did not refuse (`refusal`, decided first); a kernel is first compiled
+    for a GPU by `certifier` (an Answer whose process targets a GPU). With `compiler` (a
     function that returns a certifying Answer where no code of the student's ran:
     kernels.grading.compiled), a host function that passes has every kernel it launched
     compiled there."""
     from kernels import checks
 
     name = exercise.names[0]
-    if refused := refusal(exercise, found):
-        return refused
     try:
         missing, errors = answer.missing()
     except Exception as err:  # it ended, timed out, or sent back something else
@@ -261,7 +259,7 @@ def main():
                                  "ran out before this exercise",
                           "the grader's time limit ran out")
             else:
-                result = check(exercise, answer, found, kernel_certifier, compiler)
+                result = check(exercise, answer, kernel_certifier, compiler)
         finally:
             if not isinstance(answer, Subject):
                 for process in processes_of:
