@@ -139,3 +139,19 @@ def test_a_trace_of_threads_that_take_locks_fits_a_frame_with_room(rng):
     assert sum(len(c.threads) for c in {id(a.clock): a.clock for launch in t.launches
                                         for a in launch.accesses}.values()) > 500_000
     assert len(channel.encode(wire.encode(t))) < channel.MAX_FRAME_BYTES / 8
+
+
+def test_equal_clock_tables_are_sent_once_and_tables_alike_in_sum_are_not_mixed():
+    """A thread's table of clocks travels once however many clocks hold it, as the same
+    dict or an equal one; one of the same length and sum but other entries is its own."""
+    from kernels.trace.order import Clock
+
+    a, b = ((0, 0, 0), 0), ((0, 0, 0), 1)
+    table = {a: 1, b: 2}
+    clocks = [Clock(0, {}, table), Clock(1, {}, dict(table)), Clock(0, {}, {a: 2, b: 1}),
+              Clock(2, {}, table)]
+    grid, _, threads, entries = wire._clocks(clocks)
+    assert grid.tolist() == [[0, 0], [1, 0], [0, 1], [2, 0]]
+    assert len(entries) == 4
+    back = wire._decode_clocks((grid, np.zeros((0, 5), np.int64), threads, entries))
+    assert [c.threads for c in back] == [c.threads for c in clocks]

@@ -108,12 +108,21 @@ def _clocks(items):
     (table, thread, counter) in int32. Where threads take locks, every clock knows of
     most threads, and many clocks know the same: a trace of a few thousand lock-taking
     threads held millions of entries, most of them repeated."""
-    tables, first = _Table(equal=True), []  # each distinct table, as the first dict of it
-    grid = []
+    first, grid = [], []  # each distinct table, as the first dict of it
+    of_dict, alike = {}, {}  # a dict's number; numbers by (length, sum of values)
     for c in items:
-        number = tables.number(frozenset(c.threads.items()))
-        if number == len(first):
-            first.append(c.threads)
+        table = c.threads
+        number = of_dict.get(id(table))  # clocks share tables: each dict compared once
+        if number is None:
+            # equal tables, found without hashing millions of entries: the few of one
+            # length and sum are compared whole
+            fingerprint = (len(table), sum(table.values()))
+            number = next((n for n in alike.get(fingerprint, ()) if first[n] == table),
+                          len(first))
+            if number == len(first):
+                first.append(table)
+                alike.setdefault(fingerprint, []).append(number)
+            of_dict[id(table)] = number  # items holds every clock: no id is reused
         grid.append((c.grid, number))
     blocks = [(n, *b, v) for n, c in enumerate(items) for b, v in c.blocks.items()]
     threads = {}  # every thread any table knows of, numbered in order of appearance
