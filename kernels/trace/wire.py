@@ -62,17 +62,22 @@ def encode(trace):
                          _dim3_of(launch.block), launch.stream, arrays, first,
                          len(launch.accesses), _pairs(launch.clock),
                          bool(launch.cooperative), list(launch.diverged), events))
-    rows = []
+    # one row and one padded index per access, in _COLUMNS' order: attributes read by
+    # name, tables' methods bound once (a race case's trace has tens of thousands)
+    word, lock, clock = words.number, locks.number, clocks.number
     width = max((len(a.index) for a in accesses.items), default=0)
-    indices = np.zeros((len(accesses.items), width), np.int64)
-    for n, a in enumerate(accesses.items):
-        indices[n, :len(a.index)] = a.index
+    pad = (0,) * width
+    rows, padded = [], []
+    for a in accesses.items:
+        padded.append(a.index + pad[len(a.index):])
         rows.append((a.seq, a.tid, a.address, a.sector_base, a.itemsize, a.epoch,
                      a.grid_epoch, a.counter, *a.site, len(a.index),
-                     locks.number(tuple(sorted(a.locks))), _number(clocks, a.clock),
-                     _number(clocks, a.pending), a.value is not None, a.value or 0,
-                     *a.block, *a.thread,
-                     *(words.number(getattr(a, w)) for w in _WORDS)))
+                     lock(tuple(sorted(a.locks)) if a.locks else ()),
+                     -1 if a.clock is None else clock(a.clock),
+                     -1 if a.pending is None else clock(a.pending),
+                     a.value is not None, a.value or 0, *a.block, *a.thread,
+                     word(a.space), word(a.array), word(a.kind), word(a.op)))
+    indices = np.array(padded, np.int64).reshape(len(padded), width)
     table = np.array(rows, dtype=np.int64).reshape(len(rows), len(_COLUMNS))
     operations = [(op.seq, op.what, op.stream, _pairs(op.clock),
                    np.array(op.reads, np.int64).reshape(-1, 2),
@@ -85,10 +90,6 @@ def encode(trace):
 def _dim3_of(values):
     """A launch's grid or block as three Python ints (a NumPy integer is one too)."""
     return tuple(int(v) for v in values)
-
-
-def _number(table, clock):
-    return -1 if clock is None else table.number(clock)
 
 
 def _array_value(value):
@@ -215,15 +216,15 @@ def _list(value, what):
 
 
 def _access(row, index, words, clocks, locks):
-    v = dict(zip(_COLUMNS, row))
+    (seq, tid, address, sector_base, itemsize, epoch, grid_epoch, counter, site0, site1,
+     site2, ndim, held, clock, pending, valued, value, block0, block1, block2, thread0,
+     thread1, thread2, space, array, kind, op) = row  # _COLUMNS, in its order
     return Access(
-        v["seq"], (v["block0"], v["block1"], v["block2"]),
-        (v["thread0"], v["thread1"], v["thread2"]), v["tid"], words[v["space"]],
-        words[v["array"]], tuple(index[:v["ndim"]]), v["address"],
-        v["sector_base"], v["itemsize"], words[v["kind"]], words[v["op"]], v["epoch"],
-        locks[v["locks"]], (v["site0"], v["site1"], v["site2"]), v["grid_epoch"],
-        v["counter"], *(None if v[c] < 0 else clocks[v[c]] for c in ("clock", "pending")),
-        v["value"] if v["valued"] else None)
+        seq, (block0, block1, block2), (thread0, thread1, thread2), tid, words[space],
+        words[array], tuple(index[:ndim]), address, sector_base, itemsize, words[kind],
+        words[op], epoch, locks[held], (site0, site1, site2), grid_epoch, counter,
+        None if clock < 0 else clocks[clock], None if pending < 0 else clocks[pending],
+        value if valued else None)
 
 
 def _decode_clocks(clocks):
