@@ -75,7 +75,7 @@ def join(*clocks):
 
 def happens_before(a, b):
     """True if access `a` is known to happen before access `b` (of another thread)."""
-    return _knows(b.clock, a)
+    return knows(b.clock, a)
 
 
 def known_through_releases(a, b):
@@ -92,10 +92,12 @@ def known_through_releases(a, b):
 def after_a_fence(a, b):
     """True if access `a` would happen before access `b` had b's thread fenced after
     its last atomics (Access.pending): the acquiring side's fence is what is missing."""
-    return b.pending is not None and _knows(join(b.clock, b.pending), a)
+    return b.pending is not None and knows(join(b.clock, b.pending), a)
 
 
-def _knows(c, a):
+def knows(c, a):
+    """Whether clock `c` knows of access `a`: its grid barrier, its block's barrier, or
+    its thread's release."""
     return (c.grid > a.grid_epoch or c.blocks.get(a.block, 0) > a.epoch
             or c.threads.get((a.block, a.tid), -1) >= a.counter)
 
