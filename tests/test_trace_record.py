@@ -250,7 +250,7 @@ def test_a_simulator_process_that_ends_without_a_result_says_how(end, how):
     fn = remote.portable(eval(f"lambda x: {end}"))
     with pytest.raises(trace.ProcessEnded) as err:
         remote.in_simulator_process(fn, (np.zeros(2),), {})
-    assert str(err.value) == f"the simulator process tracing your code ended ({how})"
+    assert str(err.value) == f"the simulator process running your code ended ({how})"
 
 
 SCRIPT = """

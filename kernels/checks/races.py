@@ -137,8 +137,10 @@ def _case(launch, outcome, *, input_bytes=0, shared=None, needs=()):
             return core.Case(description, False, f"under the tracer your code raised {words}",
                              True)
         if kind == "ended":  # as an answer process's end: the judge flags a kill
-            return core.Case(description, False, f"under the tracer, {words}; so the grader "
-                             "cannot tell whether it races, and this case fails", True)
+            return core.Case(description, False, f"{words} before its trace was written (a "
+                             "sys.exit or os._exit in your code ends it so, as does a crash "
+                             "or a limit of the grader's machine); so the grader cannot tell "
+                             "whether it races, and this case fails", True)
         if kind == "nothing":
             return core.Case(description, False, "no kernel of yours was launched under "
                              "the tracer: the answer must do its work in kernels on the "

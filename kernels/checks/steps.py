@@ -219,7 +219,8 @@ def traced(tracer, *args, seconds=None):
     ("failed", what stopped it, its words): "time" (past `seconds`, default
     TRACE_TIME_LIMIT_S), "nothing" (no kernel launched), "lock" (a lock that never came
     free), "too large", "ended" (the tracer's own process ended: kernels.trace.remote),
-    "tracer" (it cannot trace this), "not a kernel", "raised" (the answer's own error). The judge decides what each means (kernels.checks.races)."""
+    "tracer" (it cannot trace this), "not a kernel", "raised" (the answer's own error).
+    The judge decides what each means (kernels.checks.races)."""
     try:
         t = call_with_time_limit(tracer, *args, seconds=seconds or TRACE_TIME_LIMIT_S)
         return "trace", wire.encode(t)

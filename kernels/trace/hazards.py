@@ -115,8 +115,9 @@ def _first_race(accesses):
     for w in writes:
         block, tid, clock = w.block, w.tid, w.clock
         for o in (plain if w.kind == "atomic" else accesses):
-            # the pairs that clocks order, passed over here without _conflict's calls:
-            # thousands of threads take turns at one element (quadratic)
+            # the pairs that clocks order, passed over here without _conflict's calls
+            # (thousands of threads take turns at one element: quadratic); the test is
+            # _ordered's where both have clocks, and changes with it
             if (o.tid == tid and o.block == block) or clock is not None and \
                     o.clock is not None and (knows(o.clock, w) or knows(clock, o)):
                 continue

@@ -49,7 +49,7 @@ def in_simulator_process(fn, args, kwargs):
         proc = subprocess.run([sys.executable, "-m", "kernels.trace", job, result], env=env,
                               capture_output=True, text=True)
         if proc.returncode != 0 or not os.path.exists(result):
-            raise ProcessEnded(f"the simulator process tracing your code ended ({_how(proc)})")
+            raise ProcessEnded(f"the simulator process running your code ended ({_how(proc)})")
         with open(result, "rb") as f:
             status, value = pickle.load(f)
     if status == "error":
