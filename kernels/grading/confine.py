@@ -78,6 +78,12 @@ LIMIT_ERRORS = ("RuntimeError: can't start new thread", "MemoryError",
                 "BlockingIOError: [Errno 11]", "killed by signal SIGKILL")
 
 
+def says_a_limit(text):
+    """Whether `text` (an error as its words came back from the sandbox) is one that a
+    limit of the grader's raises (LIMIT_ERRORS)."""
+    return any(e in text for e in LIMIT_ERRORS)
+
+
 def limit_reached(err, limits):
     """Words for a note where `err` is what a limit of the grader's raises (a thread or
     process that could not start, memory refused), or "": the student must not read

@@ -87,7 +87,7 @@ def limits_reached(report):
     raise (a thread that could not start, memory refused) as the grader's limit: the
     instructor is told, and the student is not blamed for it."""
     for case in report.cases:
-        if not case.passed and any(e in case.detail for e in confine.LIMIT_ERRORS):
+        if not case.passed and confine.says_a_limit(case.detail):
             case.grader_limit = ("a limit of the sandbox (--max-processes, --max-memory) "
                                  f"was reached: {case.description}")
             case.detail += ("\n(that error is the grader's limit on threads or memory, "
@@ -148,7 +148,7 @@ def check(exercise, answer, certifier=None, compiler=None):
         report = getattr(checks, exercise.check_name)(answer)
     except AnswerEnded as err:
         said = f"The checker could not finish with your `{name}`: {err}"
-        if not any(e in str(err) for e in confine.LIMIT_ERRORS):
+        if not confine.says_a_limit(str(err)):
             return False, said, ""
         return False, (said + "\n(that is likely a limit of the grader's machine, not a "
                        "bug in your code: your instructor will look at it)"), \
