@@ -21,7 +21,8 @@ for another: each thread then runs from start to end, one after another, in the
 launching thread, which the simulator's kernel API takes for the CUDA thread
 (threading.current_thread). Such a kernel's result cannot depend on the order, unless
 it races, which the tracer (kernels.trace), under which every thread is an OS thread
-as before, is there to tell.
+as before, is there to tell. The OS threads of the other kernels are started once and
+reused (kernels.simulator_threads).
 
 While a block whose threads cannot spin runs as OS threads (no `while` loop, no
 compare-and-swap or exchange, no nanosleep in the kernel or a function it reaches;
@@ -71,7 +72,7 @@ from numba.cuda.simulator.cudadrv import devices
 from numba.np import numpy_support
 
 import kernels
-from kernels import simulator_concurrency
+from kernels import simulator_concurrency, simulator_threads
 from kernels.simulator_types import declared_launch, declaring_jit, numba_typed
 
 # the per-block limits of every GPU since compute capability 5.0 (the simulator's is 5.2)
@@ -100,9 +101,11 @@ class YieldingBlockManager(kernel.BlockManager):
 
     def _run_threads(self, grid_point, args):
         threads = set()
+        # an OS thread of the pool's for each CUDA thread (kernels.simulator_threads);
+        # in debug mode, whose error settings an OS thread keeps, one of its own
+        made = kernel.BlockThread if self._debug else simulator_threads.PooledThread
         for block_point in np.ndindex(*self._block_dim):
-            t = kernel.BlockThread(lambda: self._f(*args), self, grid_point, block_point,
-                                   self._debug)
+            t = made(lambda: self._f(*args), self, grid_point, block_point, self._debug)
             t.start()
             threads.add(t)
         live, blocked = set(threads), set()

@@ -169,7 +169,7 @@ def poison(dtype):
 def _poisoned(make):
     def poisoned_make(*args, **kwargs):
         array = make(*args, **kwargs)
-        if type(threading.current_thread()).__name__ == "BlockThread":
+        if type(threading.current_thread()).__name__ in ("BlockThread", "PooledThread"):
             # inside a simulated kernel: the simulator makes a block's shared array in
             # one unlocked check-then-create, whose window a slower maker would widen
             # (two threads of a block each making its own); left as NumPy makes it

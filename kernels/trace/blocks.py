@@ -15,7 +15,7 @@ import numpy as np
 from numba.cuda.simulator import kernel as sim
 from numba.cuda.simulator.cudadrv import devicearray
 
-from kernels import simulator, simulator_types
+from kernels import simulator, simulator_threads, simulator_types
 from kernels.trace.model import TraceError
 
 GRID_WAIT_S = 60.0  # a grid barrier some threads never reach: said, not hung
@@ -84,7 +84,8 @@ def run_all_blocks(dispatcher, args, on_grid_sync):
         by_block = {}
         for point, manager in zip(blocks, managers):
             by_block[point] = [
-                sim.BlockThread(lambda: fn(*fake_args), manager, point, t, False)
+                simulator_threads.PooledThread(lambda: fn(*fake_args), manager, point, t,
+                                               False)
                 for t in np.ndindex(*block_dim)]
         for threads in by_block.values():
             for t in threads:
