@@ -20,8 +20,8 @@ until another thread acts), nor calls a function that does (runs_in_turn), never
 for another: each thread then runs from start to end, one after another, in the
 launching thread, which the simulator's kernel API takes for the CUDA thread
 (threading.current_thread). Such a kernel's result cannot depend on the order, unless
-it races, which the tracer (kernels.trace), under which every thread is an OS thread
-as before, is there to tell. The OS threads of the other kernels are started once and
+it races, which the tracer (kernels.trace), under which every CUDA thread runs on an
+OS thread of its own as before, is there to tell. Those OS threads are started once and
 reused (kernels.simulator_threads).
 
 While a block whose threads cannot spin runs as OS threads (no `while` loop, no

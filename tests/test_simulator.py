@@ -11,7 +11,7 @@ pytestmark = pytest.mark.skipif(not SIMULATOR, reason="the simulator's block man
 
 if SIMULATOR:
     from numba.cuda.simulator import kernel as sim
-    from kernels import simulator
+    from kernels import simulator, simulator_threads
 
 THREADS = 65  # not a warp multiple
 
@@ -110,15 +110,18 @@ def _index_2d(out):
         out[i, j] = 1000 * cuda.threadIdx.x + 100 * cuda.threadIdx.y + cuda.blockIdx.x
 
 
-def test_threads_that_cannot_wait_for_each_other_run_in_turn():
+def test_threads_that_cannot_wait_for_each_other_run_in_turn(monkeypatch):
+    handed = []
+    monkeypatch.setattr(simulator_threads.PooledThread, "start",
+                        lambda self: handed.append(self))
     assert simulator.runs_in_turn(_index_2d.fn)
     assert not simulator.runs_in_turn(reverse_in_blocks.fn)  # a barrier
     assert not simulator.runs_in_turn(_calls_a_device_function_that_waits.fn)
     assert not simulator.runs_in_turn(_spins.fn)  # a while loop
     out = np.full((7, 9), -1, np.int64)
     started = threading.active_count()
-    _index_2d[(2, 3), (4, 3)](out)  # in turn: no OS thread started
-    assert threading.active_count() == started
+    _index_2d[(2, 3), (4, 3)](out)  # in turn: no OS thread started, and none of the pool's used
+    assert threading.active_count() == started and not handed
     i, j = np.indices(out.shape)
     assert (out == 1000 * (i % 4) + 100 * (j % 3) + i // 4).all()
     with pytest.raises(IndexError, match=r"tid=\[2, 0, 0\] ctaid=\[1, 0, 0\]"):

@@ -1,6 +1,7 @@
 import os
 import signal
 import threading
+import time
 
 import numpy as np
 import pytest
@@ -129,3 +130,58 @@ def test_a_forked_child_starts_threads_of_its_own():
             os._exit(2)
     _, status = os.waitpid(pid, 0)
     assert os.waitstatus_to_exitcode(status) == 0
+
+
+def test_a_cuda_thread_has_its_os_thread_s_ids_and_a_context_of_its_own():
+    seen = []
+
+    @cuda.jit
+    def sets_errors(out):
+        cuda.syncthreads()
+        me = threading.current_thread()
+        seen.append((me.ident == threading.get_ident(),
+                     me.native_id == threading.get_native_id(), np.geterr()["divide"]))
+        np.seterr(divide="raise")  # in this CUDA thread's context only
+        out[cuda.grid(1)] = 1
+
+    for _ in range(2):  # the second launch runs on the first one's OS threads
+        out = np.zeros(64, np.int64)
+        sets_errors[2, 32](out)
+        assert out.all()
+    assert set(seen) == {(True, True, np.geterr()["divide"])}
+
+
+@cuda.jit
+def _interrupted(out):
+    i = cuda.grid(1)
+    cuda.syncthreads()
+    if i == 5:
+        raise KeyboardInterrupt  # not an Exception: the thread's error hook reports it
+    out[i] = 1
+
+
+def test_an_error_hook_that_raises_loses_no_os_thread(monkeypatch):
+    def hook(args):
+        raise RuntimeError("the hook failed")
+    monkeypatch.setattr(threading, "excepthook", hook)
+    _interrupted[1, 32](np.zeros(32, np.int64))
+    done = []
+    after = threading.Thread(target=lambda: done.append(_launch(200)), daemon=True)
+    after.start()
+    after.join(30)  # a launch handed to an OS thread that ended would never return
+    assert done and (done[0][0] == done[0][1]).all()
+
+
+def test_idle_os_threads_end_and_are_capped(monkeypatch):
+    monkeypatch.setattr(simulator_threads, "MAX_IDLE", 8)
+    _launch(200)  # 64 OS threads at once, and 8 at most then kept
+    assert 0 < len(simulator_threads._IDLE) <= 8
+    monkeypatch.setattr(simulator_threads, "IDLE_S", 0.05)
+    _launch(200)
+    for _ in range(60):  # those kept from before wait out the IDLE_S they began with
+        if not simulator_threads._IDLE:
+            break
+        time.sleep(0.1)
+    assert not simulator_threads._IDLE
+    out, expected = _launch(200)  # and new ones start
+    np.testing.assert_array_equal(out, expected)
