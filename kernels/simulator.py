@@ -101,11 +101,9 @@ class YieldingBlockManager(kernel.BlockManager):
 
     def _run_threads(self, grid_point, args):
         threads = set()
-        # an OS thread of the pool's for each CUDA thread (kernels.simulator_threads);
-        # in debug mode, whose error settings an OS thread keeps, one of its own
-        made = kernel.BlockThread if self._debug else simulator_threads.PooledThread
-        for block_point in np.ndindex(*self._block_dim):
-            t = made(lambda: self._f(*args), self, grid_point, block_point, self._debug)
+        for block_point in np.ndindex(*self._block_dim):  # on the pool's OS threads
+            t = simulator_threads.PooledThread(lambda: self._f(*args), self, grid_point,
+                                               block_point, self._debug)
             t.start()
             threads.add(t)
         live, blocked = set(threads), set()
