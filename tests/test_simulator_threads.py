@@ -185,3 +185,18 @@ def test_idle_os_threads_end_and_are_capped(monkeypatch):
     assert not simulator_threads._IDLE
     out, expected = _launch(200)  # and new ones start
     np.testing.assert_array_equal(out, expected)
+
+
+def test_debug_mode_s_error_settings_stay_with_its_own_threads():
+    def divide(out, x):
+        cuda.syncthreads()
+        i = cuda.grid(1)
+        out[i] = np.float32(1) / x[i]
+
+    zeros = np.zeros(32, np.float32)
+    with pytest.raises(FloatingPointError):  # debug mode: divide="raise" in each thread
+        cuda.jit(debug=True, opt=False)(divide)[1, 32](np.zeros(32, np.float32), zeros)
+    out = np.zeros(32, np.float32)
+    with pytest.warns(RuntimeWarning, match="divide by zero"):  # NumPy's default: warn
+        cuda.jit(divide)[1, 32](out, zeros)  # the same OS threads, without debug
+    assert np.isinf(out).all()
