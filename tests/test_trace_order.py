@@ -284,3 +284,27 @@ def _auto_synchronized(a, out):
 def test_auto_synchronize_waits_for_its_stream_at_the_end(rng):
     a = rng.integers(-9, 9, 40).astype(np.int32)
     assert trace.stream_races(trace.run(_auto_synchronized, a, cuda.pinned_array(40, np.int32))) == []
+
+
+def test_a_clock_joined_again_into_one_that_holds_it_costs_no_copy():
+    from kernels.trace.order import Clock, join
+
+    block = (0, 0, 0)
+    a = Clock(0, {block: 1}, {(block, 1): 3, (block, 2): 1})
+    b = Clock(1, {}, {(block, 2): 5})
+    ab = join(a, b)
+    assert (ab.grid, ab.blocks, ab.threads) == (1, {block: 1}, {(block, 1): 3, (block, 2): 5})
+    # a waiting thread joins each new release into what it read: the release holds it
+    assert join(a, ab) is ab and join(ab, b, a) is ab
+    # another clock of the same entries was not joined into it: joined afresh, as large
+    c = Clock(0, {}, {(block, 3): 7})
+    abc = join(ab, c)
+    assert abc is not ab and abc.threads == {**ab.threads, (block, 3): 7}
+    # what it holds, it holds weakly: a long wait keeps no chain of old clocks alive
+    import gc
+    import weakref
+
+    gone = weakref.ref(a)
+    del a
+    gc.collect()
+    assert gone() is None and join(ab, c) is not ab

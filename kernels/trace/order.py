@@ -38,6 +38,7 @@ ticket a thread drew, the lock it found free): a property of this run, as on a G
 
 import dataclasses
 import threading
+import weakref
 
 
 @dataclasses.dataclass(frozen=True)
@@ -45,6 +46,14 @@ class Clock:
     grid: int = 0
     blocks: dict = dataclasses.field(default_factory=dict)
     threads: dict = dataclasses.field(default_factory=dict)
+    # the clocks joined into this one (weak: a chain of joins keeps no old clock alive),
+    # so that joining one of them again costs nothing: a thread that waits for a lock
+    # joins each release on it into what it read before, which that release holds
+    joined: tuple = dataclasses.field(default=(), compare=False, repr=False)
+
+    def holds(self, other):
+        """Whether `other` was joined into this clock (so it knows all it knows)."""
+        return any(ref() is other for ref in self.joined)
 
 
 EMPTY = Clock()
@@ -52,14 +61,18 @@ EMPTY = Clock()
 
 def join(*clocks):
     """The least clock that knows everything each of `clocks` knows: one of them, not a
-    copy, where the others are empty or that same clock (a thread that spins on a lock
-    joins what the lock released into what it already holds, at every try)."""
+    copy, where it holds each of the others (or they are empty or that same clock: a
+    thread that spins on a lock joins what the lock released into what it already holds,
+    at every try)."""
     distinct = []
     for c in clocks:
         if c is not EMPTY and not any(c is d for d in distinct):
             distinct.append(c)
     if len(distinct) < 2:
         return distinct[0] if distinct else EMPTY
+    for c in distinct:
+        if all(d is c or c.holds(d) for d in distinct):
+            return c
     clocks = distinct
     grid = max(c.grid for c in clocks)
     blocks, threads = {}, {}
@@ -70,7 +83,7 @@ def join(*clocks):
         for k, v in c.threads.items():
             if v > threads.get(k, -1):
                 threads[k] = v
-    return Clock(grid, blocks, threads)
+    return Clock(grid, blocks, threads, tuple(weakref.ref(c) for c in clocks))
 
 
 def happens_before(a, b):

@@ -429,6 +429,7 @@ def _instruction(code, lasti):
     return offsets[bisect.bisect(offsets, lasti) - 1]
 
 
+@functools.lru_cache(maxsize=4096)  # every thread of every block asks it of one line
 def _assigned_name(code, lasti):
     """The variable the value being made at `lasti` is stored in (tile in
     ``tile = cuda.shared.array(...)``): read from the bytecode, so code without a
