@@ -73,17 +73,20 @@ def join(*clocks):
     for c in distinct:
         if all(d is c or c.holds(d) for d in distinct):
             return c
-    clocks = distinct
-    grid = max(c.grid for c in clocks)
-    blocks, threads = {}, {}
-    for c in clocks:
-        for k, v in c.blocks.items():
+    grid = max(c.grid for c in distinct)
+    # from a copy of the largest tables (made in C), each other entry looked at once:
+    # where threads take locks, the tables hold most threads of the grid
+    blocks = dict(max((c.blocks for c in distinct), key=len))
+    threads = dict(max((c.threads for c in distinct), key=len))
+    for c in distinct:
+        for k, v in c.blocks.items():  # a few blocks
             if v > blocks.get(k, 0):
                 blocks[k] = v
-        for k, v in c.threads.items():
-            if v > threads.get(k, -1):
-                threads[k] = v
-    return Clock(grid, blocks, threads, tuple(weakref.ref(c) for c in clocks))
+        if not c.threads.items() <= threads.items():  # (compared in C)
+            for k, v in c.threads.items():
+                if v > threads.get(k, -1):
+                    threads[k] = v
+    return Clock(grid, blocks, threads, tuple(weakref.ref(c) for c in distinct))
 
 
 def happens_before(a, b):
