@@ -200,3 +200,27 @@ def test_debug_mode_s_error_settings_stay_with_its_own_threads():
     with pytest.warns(RuntimeWarning, match="divide by zero"):  # NumPy's default: warn
         cuda.jit(divide)[1, 32](out, zeros)  # the same OS threads, without debug
     assert np.isinf(out).all()
+
+
+def test_a_barrier_s_gate_keeps_an_event_s_protocol():
+    """Set by the block's manager (once, or again by an abort), waited for and cleared by
+    its thread: a wait returns only once set, and each set lets one wait through."""
+    gate = simulator_threads._Gate()
+    passed = []
+    waiter = threading.Thread(target=lambda: (gate.wait(), gate.clear(), passed.append(1)))
+    waiter.start()
+    waiter.join(0.2)
+    assert waiter.is_alive() and not passed  # not set: it waits
+    gate.set()
+    waiter.join(5)
+    assert passed == [1]
+    gate.set()
+    gate.set()  # set twice (an abort after the release): no error, one wait through
+    done = threading.Event()
+    threading.Thread(target=lambda: (gate.wait(), done.set()), daemon=True).start()
+    assert done.wait(5)
+    again = threading.Event()
+    threading.Thread(target=lambda: (gate.wait(), again.set()), daemon=True).start()
+    assert not again.wait(0.2)  # that wait took the set with it
+    gate.set()
+    assert again.wait(5)
