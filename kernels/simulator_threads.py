@@ -56,7 +56,8 @@ class _Gate:
     """A block barrier's wait, as BlockThread uses its threading.Event (set by the block's
     manager, waited for and cleared by the thread), made of one lock: an Event's wait
     and set run a Condition's dozen steps in Python, and every thread of a block waits
-    at every barrier (half the time of a launch of the mutex chapter's block sums)."""
+    at every barrier (half the time of a launch of the mutex chapter's block sums).
+    It has only what they call: no is_set, no wait with a timeout."""
 
     __slots__ = ("_lock",)
 

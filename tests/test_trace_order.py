@@ -308,3 +308,8 @@ def test_a_clock_joined_again_into_one_that_holds_it_costs_no_copy():
     del a
     gc.collect()
     assert gone() is None and join(ab, c) is not ab
+    # a trace's clocks still pickle, with what they hold dropped
+    import pickle
+
+    back = pickle.loads(pickle.dumps(abc))
+    assert (back.grid, back.blocks, back.threads) == (abc.grid, abc.blocks, abc.threads)

@@ -51,6 +51,9 @@ class Clock:
     # joins each release on it into what it read before, which that release holds
     joined: tuple = dataclasses.field(default=(), compare=False, repr=False)
 
+    def __reduce__(self):  # a weak reference cannot be pickled: what it held is not kept
+        return Clock, (self.grid, self.blocks, self.threads)
+
     def holds(self, other):
         """Whether `other` was joined into this clock (so it knows all it knows)."""
         return any(ref() is other for ref in self.joined)
