@@ -20,7 +20,6 @@ from kernels.checks import registry
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 SOLUTIONS = ROOT / "kernels" / "solutions"
-TOPIC = {"atomics": "histogram"}  # chapter -> solution module, where they differ
 SOLVED_BY = {"mutex-ex-argmax": "argmax_mutex", "mutex-ex-bins": "bin_product"}
 
 # label -> (the classic bug, text in the solution, its replacement[, more pairs])
@@ -303,8 +302,7 @@ def write(nb, path):
 
 
 def topic(label):
-    chapter = registry.EXERCISES[label].chapter
-    return TOPIC.get(chapter, chapter)
+    return registry.EXERCISES[label].topic
 
 
 def solution_source(topic_name, changes=()):

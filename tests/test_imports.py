@@ -151,3 +151,33 @@ def test_the_command_line_spares_numba_and_the_patches_follow_its_import():
     run = subprocess.run([sys.executable, "-c", PATCHES_AFTER_NUMBA], env=env,
                          capture_output=True, text=True, timeout=300)
     assert run.returncode == 0 and run.stdout.strip() == "ok", run.stderr
+
+
+JUDGE_SPARES_NUMBA = """
+import json, sys
+import kernels
+from kernels.checks import registry
+from kernels.grading import judge
+kernels.device()
+needs = []
+for topic in sorted({ex.topic for ex in registry.EXERCISES.values()}):
+    __import__(f"kernels.checks.{topic}")
+    if "numba" in sys.modules:
+        needs.append(topic)
+        for name in [m for m in sys.modules if m.split(".")[0] in ("numba", "kernels")]:
+            del sys.modules[name]
+        import kernels
+print(json.dumps(needs))
+"""
+
+
+def test_the_judge_imports_numba_only_for_a_chapter_whose_checkers_need_it():
+    """The judge runs no kernel: it imports its chapter's checker module alone
+    (kernels.grading.judge.check), so Numba's import (about 0.5 s of each notebook's
+    grading) is spared where the checkers need only NumPy. The mutex checkers read the
+    chapter's launch and rounding bound from kernels.mutex, which defines kernels."""
+    env = dict(os.environ, PYTHONPATH=str(PACKAGE.parent), NUMBA_ENABLE_CUDASIM="1")
+    run = subprocess.run([sys.executable, "-c", JUDGE_SPARES_NUMBA], env=env,
+                         capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr
+    assert json.loads(run.stdout) == ["mutex"]

@@ -1,5 +1,6 @@
 """The exercise registry and the book's exercise text describe the same exercises."""
 
+import importlib
 import pathlib
 import re
 
@@ -35,6 +36,8 @@ def test_exercise_text_matches_its_entry(label):
         assert f"`{name}" in text, f"{label}: the text never names {name}"
     assert re.search(rf"checks\.{ex.check_name}\b", text), f"{label}: the text never names its checker"
     assert getattr(checks, ex.check_name).__name__ == ex.check_name
+    # the judge imports only this module for it (kernels.grading.judge.check)
+    assert ex.check_name in importlib.import_module(f"kernels.checks.{ex.topic}").__all__
 
 
 CODE_CELL = re.compile(r"^```\{code-cell\} ipython3\n(.*?)^```$", re.M | re.S)

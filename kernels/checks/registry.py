@@ -22,6 +22,9 @@ from kernels.checks.launches import ANY, YOURS
 __all__ = []  # kernels.checks gathers checkers, not this table: import it by name
 
 POINTS = {"easy": 1, "medium": 2, "harder": 3}
+# chapter -> the module of kernels.checks (and of kernels.solutions) that holds its
+# exercises, where the two names differ
+TOPIC = {"atomics": "histogram"}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -44,6 +47,12 @@ class Exercise:
     @property
     def points(self):
         return POINTS[self.difficulty]
+
+    @property
+    def topic(self):
+        """The module of kernels.checks that holds its checker (kernels.solutions: its
+        solution)."""
+        return TOPIC.get(self.chapter, self.chapter)
 
 
 # The kernel exercises' argument types, as their checkers launch them: the grader

@@ -10,15 +10,18 @@ launch record and the exercise table: no case, reference, tolerance or verdict i
 there, so nothing the student's code finds in its process can tell it what the judge
 expects. A race case's trace is recorded here and analysed in the judge
 (kernels.checks.races).
+
+Numba (and a topic module that needs it) is imported in the steps that use it, not at
+the top: the judge imports this module for its names (answer_step, the time limits)
+and runs no step, so a chapter whose checkers need no Numba spares the judge its import.
 """
 
 import threading
 import types
 
 import numpy as np
-from numba import cuda
 
-from kernels import SIMULATOR, cooperative, trace
+from kernels import SIMULATOR, trace
 from kernels.checks import launches, swaps
 from kernels.harness import MismatchError
 from kernels.trace import remote, wire
@@ -106,6 +109,8 @@ class DeviceOutput:
     bounds check stops it. Pass `.array` to the kernel; `read(name)` copies it back."""
 
     def __init__(self, values):
+        from numba import cuda
+
         values = np.ascontiguousarray(values)
         self.shape = values.shape
         kind = values.dtype.kind
@@ -131,6 +136,8 @@ def guarded_input(values):
     integer type's largest), so that a kernel reading past either end gets a wrong result
     on a GPU too, where no bounds check stops it (the simulator's view raises IndexError,
     as its array would)."""
+    from numba import cuda
+
     values = np.ascontiguousarray(values)
     kind = values.dtype.kind
     poison = np.full(GUARD, np.nan if kind in "fc" else np.iinfo(values.dtype).max
@@ -159,6 +166,8 @@ def launch_guarded(kernel, configuration, args, output, output_name):
 @answer_step
 def cooperative_limit(kernel, args, threads, checker):
     """The most blocks of `threads` a cooperative launch of `kernel` may have."""
+    from kernels import cooperative
+
     launches.require_kernel(kernel, checker)  # the grid's limit is asked of the kernel
     return int(cooperative.max_cooperative_blocks(kernel, args, threads))
 
@@ -174,6 +183,8 @@ def rotated(kernel, blocks, threads, m):
 @answer_step
 def normalized(kernel, blocks, threads, x):
     """out after kernel[blocks, threads](x, out, peak) on the device, peak = [-inf]."""
+    from numba import cuda
+
     out = DeviceOutput(np.full_like(x, np.nan))
     kernel[blocks, threads](guarded_input(x), out.array,
                             cuda.to_device(np.full(1, -np.inf, np.float32)))
@@ -185,6 +196,8 @@ def normalized(kernel, blocks, threads, x):
 def pinned(values):
     """A pinned copy: copies from a stream into it, or out of it, are asynchronous (on
     the simulator too, as the tracer models them: kernels.simulator_concurrency.page_locked)."""
+    from numba import cuda
+
     host = cuda.pinned_array(values.shape, values.dtype)
     host[:] = values
     return host
@@ -192,6 +205,8 @@ def pinned(values):
 
 def _given_stream():
     """A new stream for the answer; under the tracer, its stream 1 (on_the_given_stream)."""
+    from numba import cuda
+
     stream = cuda.stream()
     if SIMULATOR:
         from kernels.trace import hooks

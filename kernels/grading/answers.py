@@ -39,6 +39,7 @@ trace), never the comparison or the reading of the trace: book/instructors.md sa
 import ast
 import contextlib
 import ctypes
+import gc
 import json
 import linecache
 import os
@@ -125,8 +126,9 @@ def _launched():
 
 
 # What every answer process imports: imported once, by the process that forks them
-PRELOADED = ("kernels.checks.steps", "kernels.grading.channel", "kernels.grading.copies",
-             "kernels.grading.extract", "kernels.grading.submissions")
+# (kernels first, which decides the simulator before numba.cuda loads)
+PRELOADED = ("kernels.checks.steps", "numba.cuda", "kernels.grading.channel",
+             "kernels.grading.copies", "kernels.grading.extract", "kernels.grading.submissions")
 
 
 def prepare(job):
@@ -361,6 +363,9 @@ def main():
     confine.enter(job, "answers")
     ctypes.CDLL(None).prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE: 0, kept by its forks
     prepare(job)
+    # What it imported lives as long as its forks: kept out of their garbage collections,
+    # which would otherwise walk it all again in each (and copy the pages they touch)
+    gc.freeze()
     Forker(job, socket.socket(fileno=job["control"])).serve()
     os._exit(0)
 
