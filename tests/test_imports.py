@@ -9,7 +9,10 @@ import pkgutil
 import subprocess
 import sys
 
+import pytest
+
 from kernels import checks
+from kernels.checks import registry
 
 PACKAGE = pathlib.Path(__file__).resolve().parent.parent / "kernels"
 
@@ -153,31 +156,44 @@ def test_the_command_line_spares_numba_and_the_patches_follow_its_import():
     assert run.returncode == 0 and run.stdout.strip() == "ok", run.stderr
 
 
-JUDGE_SPARES_NUMBA = """
+
+JUDGE_CHECKS = """
 import json, sys
-import kernels
-from kernels.checks import registry
+from kernels.checks import core, registry
 from kernels.grading import judge
-kernels.device()
-needs = []
-for topic in sorted({ex.topic for ex in registry.EXERCISES.values()}):
-    __import__(f"kernels.checks.{topic}")
-    if "numba" in sys.modules:
-        needs.append(topic)
-        for name in [m for m in sys.modules if m.split(".")[0] in ("numba", "kernels")]:
-            del sys.modules[name]
-        import kernels
-print(json.dumps(needs))
+from kernels.grading.stand_in import AnswerEnded
+
+class Ended(core.Elsewhere):  # loaded, then ended at its first step
+    kernels = {}
+    def missing(self):
+        return [], []
+    def run(self, name, args):
+        raise AnswerEnded("it ended")
+    def close(self):
+        pass
+
+for exercise in registry.by_chapter(sys.argv[1]):
+    passed, report, _ = judge.check(exercise, Ended())
+    assert not passed, report
+print(json.dumps(sorted(m for m in sys.modules if m == "numba" or m.startswith("kernels.checks."))))
 """
 
 
-def test_the_judge_imports_numba_only_for_a_chapter_whose_checkers_need_it():
-    """The judge runs no kernel: it imports its chapter's checker module alone
+@pytest.mark.parametrize("chapter", sorted({ex.chapter for ex in registry.EXERCISES.values()}))
+def test_the_judge_imports_only_its_chapter_s_checkers_and_numba_only_where_they_need_it(
+        chapter):
+    """The judge runs no kernel: it imports the chapter's checker module alone
     (kernels.grading.judge.check), so Numba's import (about 0.5 s of each notebook's
-    grading) is spared where the checkers need only NumPy. The mutex checkers read the
-    chapter's launch and rounding bound from kernels.mutex, which defines kernels."""
+    grading on one core) is spared where the checkers need only NumPy. The mutex and
+    reduction checkers read their chapter's launch (kernels.mutex, kernels.reduction:
+    modules that define kernels) while they build their cases."""
     env = dict(os.environ, PYTHONPATH=str(PACKAGE.parent), NUMBA_ENABLE_CUDASIM="1")
-    run = subprocess.run([sys.executable, "-c", JUDGE_SPARES_NUMBA], env=env,
+    run = subprocess.run([sys.executable, "-c", JUDGE_CHECKS, chapter], env=env,
                          capture_output=True, text=True, timeout=300)
     assert run.returncode == 0, run.stderr
-    assert json.loads(run.stdout) == ["mutex"]
+    loaded = set(json.loads(run.stdout))
+    topic = registry.by_chapter(chapter)[0].topic
+    others = {f"kernels.checks.{ex.topic}" for ex in registry.EXERCISES.values()} - {
+        f"kernels.checks.{topic}"}
+    assert f"kernels.checks.{topic}" in loaded and not loaded & others, loaded
+    assert ("numba" in loaded) == (chapter in ("mutex", "reduction")), loaded

@@ -12,8 +12,8 @@ expects. A race case's trace is recorded here and analysed in the judge
 (kernels.checks.races).
 
 Numba (and a topic module that needs it) is imported in the steps that use it, not at
-the top: the judge imports this module for its names (answer_step, the time limits)
-and runs no step, so a chapter whose checkers need no Numba spares the judge its import.
+the top: the judge imports this module for the time limits and the steps' names, and
+runs no step, so a chapter whose checkers need no Numba spares the judge its import.
 """
 
 import threading

@@ -144,10 +144,11 @@ def check(exercise, answer, certifier=None, compiler=None):
                            f"with the arguments the exercise gives it ({exercise.signature}): "
                            f"it raised {type(err).__name__}: {str(err)[:1500]}\n"
                            f"{compiled.advice(err)}"), ""
+    # its chapter's checkers only: a chapter whose checkers need no Numba spares its import
+    checker = getattr(importlib.import_module(f"kernels.checks.{exercise.topic}"),
+                      exercise.check_name)
     try:
-        # its chapter's checkers only: one whose checkers need no Numba spares its import
-        report = getattr(importlib.import_module(f"kernels.checks.{exercise.topic}"),
-                         exercise.check_name)(answer)
+        report = checker(answer)
     except AnswerEnded as err:
         said = f"The checker could not finish with your `{name}`: {err}"
         if not confine.says_a_limit(str(err)):
