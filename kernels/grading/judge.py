@@ -20,6 +20,7 @@ where "flag" is set when the grader (not the student) could not check something,
 the instructor to look at.
 """
 
+import importlib
 import json
 import os
 import secrets
@@ -118,8 +119,6 @@ def check(exercise, answer, certifier=None, compiler=None):
     function that returns a certifying Answer where no code of the student's ran:
     kernels.grading.compiled), a host function that passes has every kernel it launched
     compiled there."""
-    import importlib
-
     name = exercise.names[0]
     try:
         missing, errors = answer.missing()
